@@ -1,0 +1,213 @@
+"""Load a lake project: `lake.yaml` plus the declarations under `layers/`.
+
+Every problem in every file is collected and raised together as one :class:`ConfigError` naming
+file, line, field and fix, before any Spark session exists.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from framework.errors import ConfigError, ConfigIssue
+from models.config import LakeConfig, OdsFile, OdsTable
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded, validated project."""
+
+    root: Path
+    config: LakeConfig
+    ods_tables: tuple[OdsTable, ...]
+    ods_files: dict[str, str] = field(default_factory=dict)  # ods table name -> declaring file
+
+    @property
+    def warehouse(self) -> Path:
+        w = Path(self.config.warehouse)
+        return w if w.is_absolute() else (self.root / w)
+
+    def ods_table(self, name: str) -> OdsTable:
+        short = name.removeprefix("ods.")
+        for t in self.ods_tables:
+            if t.table_name == short:
+                return t
+        known = [t.qualified_name for t in self.ods_tables]
+        hint = difflib.get_close_matches(f"ods.{short}", known, n=1)
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "layers/ods/",
+                    None,
+                    "tables",
+                    f"no ODS table named ods.{short}",
+                    f"did you mean {hint[0]}?" if hint else f"declared tables: {', '.join(known) or 'none'}",
+                )
+            ]
+        )
+
+
+def _node_at(node: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | None:
+    """Walk a composed YAML node tree along a pydantic error location."""
+    for part in loc:
+        if node is None:
+            return None
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for k, v in node.value:
+                if k.value == part:
+                    nxt = v
+                    break
+            if nxt is None:
+                return node
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return node
+            node = node.value[part]
+        else:
+            return node
+    return node
+
+
+def _key_node(node: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | None:
+    """The node of the key itself for an unknown-key error (points at the typo's line)."""
+    parent = _node_at(node, loc[:-1])
+    if isinstance(parent, yaml.MappingNode):
+        for k, _ in parent.value:
+            if k.value == loc[-1]:
+                return k
+    return parent
+
+
+def _fields_of(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """Allowed keys at a location, for 'did you mean'."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        f = current.model_fields.get(part)
+        if f is None:
+            return []
+        ann = f.annotation
+        current = _unwrap(ann)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(ann: Any) -> Any:
+    args = getattr(ann, "__args__", None)
+    if not args:
+        return ann
+    for a in args:
+        u = _unwrap(a)
+        if isinstance(u, type) and issubclass(u, BaseModel):
+            return u
+    return ann
+
+
+def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
+    kind = err["type"]
+    loc = tuple(err["loc"])
+    name = str(loc[-1]) if loc else ""
+    if kind == "extra_forbidden":
+        allowed = _fields_of(model, loc[:-1])
+        close = difflib.get_close_matches(name, allowed, n=1)
+        if close:
+            return f"did you mean `{close[0]}`? allowed keys here: {', '.join(allowed)}"
+        return f"remove `{name}`; allowed keys here: {', '.join(allowed) or '(none)'}"
+    if kind == "missing":
+        return f"add `{name}:` here"
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"use one of {expected}"
+    if kind in ("too_short", "list_type"):
+        return f"give `{name}` as a non-empty list, e.g. `{name}: [id]`"
+    if kind.startswith(("int_", "float_", "bool_", "string_")):
+        return f"give `{name}` a value of the right type ({err['msg'].lower()})"
+    if kind == "union_tag_invalid":
+        return f"set `kind:` to one of {err.get('ctx', {}).get('expected_tags', '')}"
+    return err["msg"].removeprefix("Value error, ")
+
+
+def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[ConfigIssue]]:
+    """Parse one YAML file into `model`, returning issues instead of raising."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        return None, [ConfigIssue(rel, None, "(file)", f"cannot read: {e.strerror}", "check the path and permissions")]
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(e, "problem", None) or str(e)
+        return None, [ConfigIssue(rel, line, "(yaml)", f"not valid YAML: {problem}", "fix the YAML syntax at that line (indentation, a missing ':' or quote)")]
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")]
+    try:
+        return model.model_validate(data), []
+    except ValidationError as ve:
+        issues = []
+        for err in ve.errors():
+            loc = tuple(err["loc"])
+            # Drop pydantic's discriminator tag from locations such as ('ods','source','files','path').
+            loc = tuple(p for p in loc if p not in ("files", "kafka") or p == loc[-1])
+            target = _key_node(node, loc) if err["type"] == "extra_forbidden" else _node_at(node, loc)
+            line = target.start_mark.line + 1 if target is not None else None
+            dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+            problem = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                problem = "unknown key"
+            issues.append(ConfigIssue(rel, line, dotted or "(root)", problem, _fix_for(err, model)))
+        return None, issues
+
+
+def load_project(root: Path | str) -> Project:
+    """Load and validate a whole project; raise one ConfigError listing every problem."""
+    root = Path(root).resolve()
+    issues: list[ConfigIssue] = []
+    cfg_path = root / "lake.yaml"
+    if not cfg_path.exists():
+        raise ConfigError(
+            [ConfigIssue(str(cfg_path), None, "(file)", "no lake.yaml here", f"run `lake init {root}` or pass --project DIR")]
+        )
+    cfg, found = load_model(cfg_path, LakeConfig, "lake.yaml")
+    issues += found
+    tables: list[OdsTable] = []
+    files: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    ods_dir = root / "layers" / "ods"
+    for path in sorted(ods_dir.glob("*.y*ml")) if ods_dir.is_dir() else []:
+        rel = str(path.relative_to(root))
+        parsed, found = load_model(path, OdsFile, rel)
+        issues += found
+        if parsed is None:
+            continue
+        for i, t in enumerate(parsed.tables):
+            if t.table_name in files:
+                issues.append(ConfigIssue(rel, None, f"tables[{i}].name", f"ods.{t.table_name} is also declared in {files[t.table_name]}", "give one of them another `name:`"))
+            if t.source in sources:
+                issues.append(ConfigIssue(rel, None, f"tables[{i}].source", f"{t.source} is also declared in {sources[t.source]}", "declare each source table once"))
+            if t.partition_by and t.partition_by.derived_name in t.key:
+                issues.append(ConfigIssue(rel, None, f"tables[{i}].partition_by.name", "the derived partition column clashes with a key column", "choose another `name:`"))
+            files[t.table_name] = rel
+            sources[t.source] = rel
+            tables.append(t)
+    if issues:
+        raise ConfigError(issues)
+    assert cfg is not None
+    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files)

@@ -1,0 +1,154 @@
+"""Hudi table access: write options, the timeline and commit extra metadata.
+
+Commit extra metadata is where lake keeps progress (the batch an ODS table has taken, a model's
+upstream checkpoints): Hudi writes every write option whose key starts with `_` into the commit
+(`hoodie.datasource.write.commitmeta.key.prefix`), so data and progress commit atomically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+META_PREFIX = "_lake_"
+HOODIE_META_COLUMNS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+    "_hoodie_operation",
+)
+
+
+@dataclass(frozen=True)
+class Instant:
+    requested: str
+    completed: str
+    action: str
+
+
+def table_exists(path: Path) -> bool:
+    return (path / ".hoodie" / "hoodie.properties").exists()
+
+
+def write_options(
+    *,
+    name: str,
+    key: list[str],
+    ordering: str | None,
+    partition: str | None,
+    table_type: str = "cow",
+    cdc: bool = True,
+    local: bool = True,
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """Options for an upsert into a lake-managed Hudi table."""
+    par = "2" if local else "200"
+    opts = {
+        "hoodie.table.name": name,
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ" if table_type == "mor" else "COPY_ON_WRITE",
+        "hoodie.datasource.write.recordkey.field": ",".join(key),
+        "hoodie.datasource.write.partitionpath.field": partition or "",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.datasource.write.operation": "upsert",
+        "hoodie.table.cdc.enabled": "true" if cdc else "false",
+        "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+        "hoodie.write.set.null.for.missing.columns": "true",
+        "hoodie.datasource.write.commitmeta.key.prefix": "_",
+        "hoodie.upsert.shuffle.parallelism": par,
+        "hoodie.insert.shuffle.parallelism": par,
+        "hoodie.bulkinsert.shuffle.parallelism": par,
+        "hoodie.delete.shuffle.parallelism": par,
+        "hoodie.embed.timeline.server": "false",
+        "hoodie.metadata.enable": "false",
+        # Downstream models read CDC files: keep them long enough (cleaner retention bounds
+        # how far behind an incremental consumer may be; HUDI_NOTES §2.5, §3.4).
+        "hoodie.clean.commits.retained": "50",
+        "hoodie.keep.min.commits": "60",
+        "hoodie.keep.max.commits": "80",
+    }
+    if len(key) > 1:
+        opts["hoodie.datasource.write.keygenerator.class"] = (
+            "org.apache.hudi.keygen.ComplexKeyGenerator" if partition else "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+        )
+    elif partition:
+        opts["hoodie.datasource.write.keygenerator.class"] = "org.apache.hudi.keygen.SimpleKeyGenerator"
+    else:
+        opts["hoodie.datasource.write.keygenerator.class"] = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+    if ordering:
+        opts["hoodie.table.ordering.fields"] = ordering
+        opts["hoodie.write.record.merge.mode"] = "EVENT_TIME_ORDERING"
+    else:
+        opts["hoodie.write.record.merge.mode"] = "COMMIT_TIME_ORDERING"
+    if partition:
+        # A row whose partition value changes must move, not be duplicated.
+        opts["hoodie.index.type"] = "GLOBAL_SIMPLE"
+        opts["hoodie.simple.index.update.partition.path"] = "true"
+    if table_type == "mor":
+        opts["hoodie.compact.inline"] = "true"
+        opts["hoodie.compact.inline.max.delta.commits"] = "5"
+    opts.update(extra or {})
+    return opts
+
+
+def write(df: DataFrame, path: Path, options: dict[str, str], commit_meta: dict[str, str]) -> None:
+    """Upsert `df` into the table at `path`, recording `commit_meta` in the same commit."""
+    opts = dict(options)
+    for k, v in commit_meta.items():
+        opts[META_PREFIX + k] = v
+    df.write.format("hudi").options(**opts).mode("append").save(str(path))
+
+
+def _meta_client(spark: SparkSession, path: Path) -> Any:
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConf(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    return jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(str(path)).build()
+
+
+def completed_instants(spark: SparkSession, path: Path) -> list[Instant]:
+    """Completed data commits of a table, oldest first (by completion time)."""
+    if not table_exists(path):
+        return []
+    tl = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    out = [Instant(i.requestedTime(), i.getCompletionTime(), i.getAction()) for i in tl.getInstants().toArray()]
+    return sorted(out, key=lambda i: i.completed)
+
+
+def last_commit_metadata(spark: SparkSession, path: Path, key_filter: str = META_PREFIX) -> tuple[Instant | None, dict[str, str]]:
+    """The latest completed commit and its lake extra metadata (keys without the prefix)."""
+    if not table_exists(path):
+        return None, {}
+    mc = _meta_client(spark, path)
+    tl = mc.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    last = tl.lastInstant()
+    if not last.isPresent():
+        return None, {}
+    inst = last.get()
+    meta = mc.getActiveTimeline().readCommitMetadata(inst).getExtraMetadata()
+    lake = {str(k)[len(key_filter) :]: str(v) for k, v in dict(meta).items() if str(k).startswith(key_filter)}
+    return Instant(inst.requestedTime(), inst.getCompletionTime(), inst.getAction()), lake
+
+
+def commit_metadata(spark: SparkSession, path: Path) -> list[tuple[Instant, dict[str, str]]]:
+    """Every completed commit with its lake extra metadata, oldest first."""
+    if not table_exists(path):
+        return []
+    mc = _meta_client(spark, path)
+    at = mc.getActiveTimeline()
+    tl = at.getCommitsTimeline().filterCompletedInstants()
+    out = []
+    for i in tl.getInstants().toArray():
+        meta = dict(at.readCommitMetadata(i).getExtraMetadata())
+        lake = {str(k)[len(META_PREFIX) :]: str(v) for k, v in meta.items() if str(k).startswith(META_PREFIX)}
+        out.append((Instant(i.requestedTime(), i.getCompletionTime(), i.getAction()), lake))
+    return sorted(out, key=lambda p: p[0].completed)
+
+
+def read(spark: SparkSession, path: Path) -> DataFrame:
+    """Snapshot read of a table."""
+    return spark.read.format("hudi").load(str(path))

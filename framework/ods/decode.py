@@ -1,0 +1,183 @@
+"""Spark expressions that turn envelope JSON text into typed columns and ordering sequences.
+
+Everything here stays in the JVM (no Python UDFs): row images are parsed as map<string,string>
+(JSON numbers keep their exact text, nested values their JSON text) and each value is decoded
+according to its :class:`~framework.ods.envelope.Decoder`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from framework.ods.envelope import Decoder
+
+IMAGE_MAP = T.MapType(T.StringType(), T.StringType())
+
+# Outer envelope: either {schema, payload} (JsonConverter with schemas) or the bare envelope.
+ENVELOPE = T.StructType(
+    [
+        T.StructField("schema", T.StringType()),
+        T.StructField("payload", T.StringType()),
+        T.StructField("before", T.StringType()),
+        T.StructField("after", T.StringType()),
+        T.StructField("op", T.StringType()),
+        T.StructField("ts_ms", T.LongType()),
+        T.StructField("source", T.StringType()),
+        T.StructField("_corrupt", T.StringType()),
+    ]
+)
+PAYLOAD = T.StructType(
+    [
+        T.StructField("before", T.StringType()),
+        T.StructField("after", T.StringType()),
+        T.StructField("op", T.StringType()),
+        T.StructField("ts_ms", T.LongType()),
+        T.StructField("source", T.StringType()),
+        T.StructField("_corrupt", T.StringType()),
+    ]
+)
+SOURCE = T.StructType(
+    [
+        T.StructField("db", T.StringType()),
+        T.StructField("schema", T.StringType()),
+        T.StructField("table", T.StringType()),
+        T.StructField("ts_ms", T.LongType()),
+        T.StructField("file", T.StringType()),
+        T.StructField("pos", T.LongType()),
+        T.StructField("row", T.LongType()),
+        T.StructField("lsn", T.LongType()),
+        T.StructField("snapshot", T.StringType()),
+    ]
+)
+JSON_OPTS = {"columnNameOfCorruptRecord": "_corrupt", "mode": "PERMISSIVE"}
+
+_TWO_64 = "18446744073709551616"
+
+
+def _unsigned_from_hex32(hex32: Column) -> Column:
+    """Unsigned integer value (decimal(38,0)) of a 32-hex-digit string."""
+    hi = F.conv(F.substring(hex32, 1, 16), 16, 10).cast("decimal(38,0)")
+    lo = F.conv(F.substring(hex32, 17, 16), 16, 10).cast("decimal(38,0)")
+    return hi * F.lit(_TWO_64).cast("decimal(38,0)") + lo
+
+
+def decimal_from_base64(text: Column, precision: int, scale: int) -> Column:
+    """Kafka Connect Decimal: base64 of the big-endian two's-complement unscaled value."""
+    hexs = F.upper(F.hex(F.unbase64(text)))
+    negative = F.substring(hexs, 1, 1).isin("8", "9", "A", "B", "C", "D", "E", "F")
+    inverted = F.translate(hexs, "0123456789ABCDEF", "FEDCBA9876543210")
+    pos_val = _unsigned_from_hex32(F.lpad(hexs, 32, "0"))
+    neg_val = -(_unsigned_from_hex32(F.lpad(inverted, 32, "0")) + F.lit(1))
+    unscaled = F.when(negative, neg_val).otherwise(pos_val).cast("decimal(38,0)").cast("string")
+    if scale == 0:
+        as_text = unscaled
+    else:
+        sign = F.when(F.substring(unscaled, 1, 1) == "-", F.lit("-")).otherwise(F.lit(""))
+        digits = F.lpad(F.regexp_replace(unscaled, "^-", ""), scale + 1, "0")
+        as_text = F.concat(
+            sign,
+            F.expr(f"substring({_sql(digits)}, 1, length({_sql(digits)}) - {scale})"),
+            F.lit("."),
+            F.substring(digits, -scale, scale),
+        )
+    return F.when(text.isNull() | (F.length(text) == 0), F.lit(None)).otherwise(
+        as_text.cast(f"decimal({precision},{scale})")
+    )
+
+
+def _sql(c: Column) -> str:
+    """The SQL text of a Column (for the few functions only reachable through expr)."""
+    return c._jc.toString()  # type: ignore[attr-defined]
+
+
+def _time_text(micros: Column) -> Column:
+    secs = F.floor(micros / 1_000_000)
+    frac = F.lpad((micros % 1_000_000).cast("string"), 6, "0")
+    return F.concat(
+        F.lpad(F.floor(secs / 3600).cast("string"), 2, "0"),
+        F.lit(":"),
+        F.lpad(F.floor((secs % 3600) / 60).cast("string"), 2, "0"),
+        F.lit(":"),
+        F.lpad((secs % 60).cast("string"), 2, "0"),
+        F.lit("."),
+        frac,
+    )
+
+
+def decode(text: Column, d: Decoder) -> Column:
+    """Typed value of one column from its JSON text."""
+    k = d.kind
+    if k == "plain":
+        if d.spark_type == "boolean":
+            return F.when(F.lower(text).isin("true", "1"), F.lit(True)).when(
+                F.lower(text).isin("false", "0"), F.lit(False)
+            )
+        if d.spark_type == "timestamp":
+            return F.to_timestamp(text)
+        if d.spark_type == "date":
+            return F.to_date(text)
+        return text.cast(d.spark_type)
+    if k == "json":
+        return text
+    if k == "decimal_b64":
+        precision, scale = d.spark_type[len("decimal(") : -1].split(",")
+        # decimal.handling.mode=string|double writes plain numbers; precise writes base64.
+        plain = text.rlike(r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$")
+        return F.when(plain, text.cast(d.spark_type)).otherwise(
+            decimal_from_base64(text, int(precision), int(scale))
+        )
+    if k == "date_days":
+        return F.date_add(F.lit("1970-01-01").cast("date"), text.cast("int"))
+    if k == "time_ms":
+        return _time_text(text.cast("bigint") * 1000)
+    if k == "time_us":
+        return _time_text(text.cast("bigint"))
+    if k == "time_ns":
+        return _time_text(F.floor(text.cast("bigint") / 1000))
+    if k == "ts_ms":
+        return F.timestamp_millis(text.cast("bigint"))
+    if k == "ts_us":
+        return F.timestamp_micros(text.cast("bigint"))
+    if k == "ts_ns":
+        return F.timestamp_micros(F.floor(text.cast("bigint") / 1000))
+    if k == "ts_iso":
+        return F.to_timestamp(text)
+    if k == "bytes_b64":
+        return F.unbase64(text)
+    raise ValueError(f"unknown decoder kind {k!r}")
+
+
+def _pad(c: Column, width: int) -> Column:
+    return F.lpad(F.coalesce(c.cast("decimal(38,0)").cast("string"), F.lit("0")), width, "0")
+
+
+def position_seq(source: Column, ts_ms: Column) -> Column:
+    """Sortable text of the CDC position: binlog file number, pos, row; Postgres LSN; ts_ms."""
+    file_no = F.regexp_extract(F.coalesce(source["file"], F.lit("")), r"(\d+)$", 1)
+    file_no = F.when(file_no == "", F.lit(None)).otherwise(file_no)
+    return F.concat(
+        _pad(file_no, 10),
+        _pad(source["pos"], 20),
+        _pad(source["row"], 8),
+        _pad(source["lsn"], 20),
+        _pad(F.coalesce(source["ts_ms"], ts_ms), 15),
+    )
+
+
+def ordering_prefix(value: Column, spark_type: str) -> Column:
+    """Sortable fixed-width text of a configured ordering column; NULL sorts first."""
+    t = spark_type.lower()
+    if t == "timestamp":
+        v = F.unix_micros(value).cast("decimal(38,0)") + F.lit(500_000_000_000_000_000).cast("decimal(38,0)")
+        return _pad(v, 19)
+    if t == "date":
+        v = F.unix_date(value) + F.lit(10_000_000)
+        return _pad(v, 9)
+    if t in ("tinyint", "smallint", "int", "bigint"):
+        v = value.cast("decimal(38,0)") + F.lit("9223372036854775808").cast("decimal(38,0)")
+        return _pad(v, 20)
+    raise ValueError(
+        f"ordering column has type {spark_type.upper()}; use a timestamp, date or integer column"
+    )

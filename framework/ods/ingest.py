@@ -1,0 +1,202 @@
+"""The ODS job: one Spark Structured Streaming query for all tables, `foreachBatch` routing.
+
+Sources are pluggable (:class:`Source`): each turns a micro-batch into messages with `value`,
+`loc`, `arrival` and `origin` columns for :class:`~framework.ods.batch.OdsBatchWriter`.
+The streaming checkpoint keeps source offsets; the stream id stored beside it is written into
+every ODS commit so a replayed batch is recognised (exactly once, see batch.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Protocol
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from framework.config import Project
+from framework.errors import EnvironmentProblem, IngestFailed, LakeError
+from framework.ods.batch import OdsBatchWriter, resolve_source_path
+from framework.paths import Layout
+from models.config import FileSourceConfig
+from models.records import BatchResult, IngestSummary
+
+
+class Source(Protocol):
+    def check(self) -> None: ...
+
+    def stream(self, spark: SparkSession) -> DataFrame: ...
+
+    def messages(self, spark: SparkSession, batch: DataFrame, batch_id: int) -> DataFrame: ...
+
+
+def _norm(path: str) -> str:
+    return "/" + path.split(":", 1)[1].lstrip("/") if path.startswith("file:") else path
+
+
+class FileSource:
+    """A directory of CDC files, one message per line; files are taken whole, in mtime order."""
+
+    def __init__(self, project: Project, cfg: FileSourceConfig) -> None:
+        self.cfg = cfg
+        self.path = resolve_source_path(project, cfg.path)
+        self.root = project.root
+
+    def check(self) -> None:
+        if not self.path.exists():
+            raise EnvironmentProblem(
+                f"the CDC directory {self.path} does not exist",
+                fix="create it and put Debezium JSON files in it, or set ods.source.path in lake.yaml",
+            )
+        if not self.path.is_dir() or not os.access(self.path, os.R_OK | os.X_OK):
+            raise EnvironmentProblem(
+                f"the CDC path {self.path} is not a readable directory",
+                fix=f"check its permissions (chmod +rx {self.path}) or point ods.source.path at a directory",
+            )
+
+    def stream(self, spark: SparkSession) -> DataFrame:
+        reader = spark.readStream.format("text").option("wholetext", True).option("pathGlobFilter", self.cfg.glob)
+        if self.cfg.max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", self.cfg.max_files_per_trigger)
+        return reader.load(str(self.path)).select(
+            F.col("value").alias("content"),
+            F.col("_metadata.file_path").alias("file"),
+            F.col("_metadata.file_modification_time").alias("mtime"),
+        )
+
+    def messages(self, spark: SparkSession, batch: DataFrame, batch_id: int) -> DataFrame:
+        """Split files into lines; arrival order is (batch, file by mtime then name, line)."""
+        file_norm = F.regexp_replace(F.col("file"), r"^file:/+", "/")
+        rel = F.regexp_replace(file_norm, "^" + re.escape(str(self.root)) + "/", "")
+        lines = batch.select(
+            file_norm.alias("fn"),
+            rel.alias("rel"),
+            F.col("mtime"),
+            F.posexplode(F.split(F.col("content"), "\n")).alias("ln", "value"),
+        )
+        lines = lines.withColumn("value", F.regexp_replace("value", "\r$", "")).where(F.trim("value") != "")
+        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
+        files = lines.select("mtime", "fn").distinct().collect()
+        ranked = sorted((r["mtime"], r["fn"]) for r in files)
+        index = {fn: i for i, (_, fn) in enumerate(ranked)}
+        file_idx = F.create_map(*[x for fn, i in index.items() for x in (F.lit(fn), F.lit(i))])[F.col("fn")] if index else F.lit(0)
+        return lines.select(
+            F.col("value"),
+            F.concat(F.col("rel"), F.lit(":"), (F.col("ln") + 1).cast("string")).alias("loc"),
+            F.concat(
+                F.lpad(F.lit(str(batch_id)), 12, "0"),
+                F.lpad(F.coalesce(file_idx, F.lit(0)).cast("string"), 6, "0"),
+                F.lpad((F.col("ln") + 1).cast("string"), 9, "0"),
+            ).alias("arrival"),
+            F.col("rel").alias("origin"),
+        )
+
+
+def make_source(project: Project) -> FileSource:
+    src = project.config.ods.source
+    if isinstance(src, FileSourceConfig):
+        return FileSource(project, src)
+    raise LakeError(
+        f"ods.source.kind {src.kind!r} is not available in this version",
+        fix="use `kind: files` (the Kafka source is tracked in its own issue)",
+    )
+
+
+def stream_id(checkpoint: Path) -> str:
+    """The id of a streaming checkpoint (new checkpoint, new id)."""
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    f = checkpoint / "lake_stream_id"
+    if not f.exists():
+        f.write_text(uuid.uuid4().hex)
+    return f.read_text().strip()
+
+
+def checkpoint_name(tables: list[str] | None) -> str:
+    if not tables:
+        return "ods"
+    return "ods-" + hashlib.sha1(",".join(sorted(tables)).encode()).hexdigest()[:10]
+
+
+def run_ingest(
+    spark: SparkSession,
+    project: Project,
+    *,
+    continuous: bool = False,
+    tables: list[str] | None = None,
+    trigger_seconds: int | None = None,
+    on_batch: Callable[[BatchResult], None] | None = None,
+    stop_event: threading.Event | None = None,
+) -> IngestSummary:
+    """Ingest everything not yet ingested (`continuous=False`), or keep going until stopped."""
+    layout = Layout(project.warehouse)
+    source = make_source(project)
+    source.check()
+    only = set(t.removeprefix("ods.") for t in tables) if tables else None
+    if only:
+        unknown = only - {t.table_name for t in project.ods_tables}
+        if unknown:
+            project.ods_table(sorted(unknown)[0])  # raises with "did you mean"
+    ckpt = layout.checkpoint(checkpoint_name(sorted(only) if only else None))
+    sid = stream_id(ckpt)
+    writer = OdsBatchWriter(spark, project, sid, only)
+    summary = IngestSummary(run_id=uuid.uuid4().hex[:12], started_at=datetime.now(timezone.utc))
+    failure: list[BaseException] = []
+
+    def handle(batch: DataFrame, batch_id: int) -> None:
+        try:
+            msgs = source.messages(spark, batch, batch_id)
+            result = writer.process(msgs, batch_id)
+        except BaseException as e:  # surfaced after the query stops
+            failure.append(e)
+            raise
+        summary.batches.append(result)
+        if on_batch:
+            on_batch(result)
+
+    writer_stream = source.stream(spark).writeStream.foreachBatch(handle).option("checkpointLocation", str(ckpt / "stream"))
+    if continuous:
+        secs = trigger_seconds or project.config.ods.trigger_seconds
+        writer_stream = writer_stream.trigger(processingTime=f"{secs} seconds")
+    else:
+        writer_stream = writer_stream.trigger(availableNow=True)
+    query = writer_stream.queryName(f"lake_ods_{sid[:8]}").start()
+    stop = stop_event or threading.Event()
+    previous = {}
+    if continuous and threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        while query.isActive:
+            if stop.is_set():
+                # Finish the micro-batch in flight, then stop.
+                while query.status.get("isTriggerActive") and query.isActive:
+                    time.sleep(0.2)
+                query.stop()
+                break
+            query.awaitTermination(0.5)
+        exc = query.exception()
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+    summary.finished_at = datetime.now(timezone.utc)
+    if failure:
+        summary.status, summary.error = "failed", str(failure[0])
+        err = failure[0]
+        if isinstance(err, LakeError):
+            raise err
+        raise IngestFailed(f"ingest failed in a micro-batch: {err}", fix="rerun with --debug for the stack trace; committed tables are consistent and the batch is retried on the next run") from err
+    if exc is not None:
+        summary.status, summary.error = "failed", str(exc)
+        raise IngestFailed(f"the streaming query failed: {str(exc).splitlines()[0]}", fix="see warehouse/_lake/logs/spark.log; rerun with --debug")
+    summary.status = "ok"
+    return summary

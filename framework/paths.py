@@ -1,0 +1,37 @@
+"""Where things live in a warehouse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class Layout:
+    """Paths of a warehouse: one Hudi table per folder under the layer name."""
+
+    def __init__(self, warehouse: Path) -> None:
+        self.root = warehouse
+
+    def table(self, qualified: str) -> Path:
+        layer, name = qualified.split(".", 1)
+        return self.root / layer / name
+
+    @property
+    def lake(self) -> Path:
+        return self.root / "_lake"
+
+    @property
+    def dead_letter(self) -> Path:
+        return self.lake / "dead_letter"
+
+    def checkpoint(self, name: str) -> Path:
+        return self.lake / "checkpoints" / name
+
+    @property
+    def runs(self) -> Path:
+        return self.lake / "runs"
+
+    def layer_tables(self, layer: str) -> list[Path]:
+        d = self.root / layer
+        if not d.is_dir():
+            return []
+        return sorted(p for p in d.iterdir() if (p / ".hoodie" / "hoodie.properties").exists())

@@ -1,0 +1,84 @@
+"""The one place Spark and Hudi are configured.
+
+Static confs (serializer, SQL extension, catalog, JVM options) only take effect before the JVM
+starts, so every entry point gets its session from :func:`spark_session`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from framework.jars import HUDI_BUNDLE, ensure_jar, ensure_java
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from framework.config import Project
+
+_LOG4J = """\
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
+logger.hudi.name = org.apache.hudi
+logger.hudi.level = warn
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = error
+"""
+
+# Hudi needs Kryo; JOL's attach can hang in sandboxes (HUDI_NOTES §1.4).
+JVM_OPTIONS = "-Djol.skipHotspotSAAttach=true -Djol.magicFieldOffset=true -Djdk.attach.allowAttachSelf=true"
+
+
+def base_conf(master: str, warehouse: Path, log_dir: Path) -> dict[str, str]:
+    """Spark confs every lake session uses (user `spark.conf` entries are applied after)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log4j = log_dir / "log4j2.properties"
+    log4j.write_text(_LOG4J.format(path=log_dir / "spark.log"))
+    java_opts = f"{JVM_OPTIONS} -Dlog4j2.configurationFile=file:{log4j}"
+    local = master.startswith("local")
+    return {
+        "spark.master": master,
+        "spark.app.name": "lake",
+        "spark.jars": str(ensure_jar(HUDI_BUNDLE)),
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+        "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4" if local else "200",
+        "spark.default.parallelism": "4" if local else "200",
+        "spark.sql.warehouse.dir": str(warehouse / "_lake" / "spark-warehouse"),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.driver.memory": os.environ.get("LAKE_DRIVER_MEMORY", "4g"),
+        "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+    }
+
+
+def spark_session(project: Project, extra: dict[str, str] | None = None) -> SparkSession:
+    """Return the process's SparkSession for `project`, creating it on first call."""
+    ensure_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    warehouse = project.warehouse
+    conf = base_conf(project.config.spark.master, warehouse, warehouse / "_lake" / "logs")
+    conf.update(project.config.spark.conf)
+    conf.update(extra or {})
+    builder = SparkSession.builder
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,165 @@
+"""Typed schema of every configuration file of a lake project.
+
+`lake.yaml` at the project root is :class:`LakeConfig`; every YAML file under `layers/ods/` is an
+:class:`OdsFile`. Unknown keys are rejected everywhere (``extra="forbid"``) so a typo is an error
+that names the file, the line and the field, never a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Spark SQL types accepted in `columns:` of a table YAML (schema-less events).
+_SQL_TYPE = re.compile(
+    r"^(string|boolean|tinyint|smallint|int|integer|bigint|float|double|date|timestamp|binary"
+    r"|decimal\(\s*\d+\s*,\s*\d+\s*\))$",
+    re.IGNORECASE,
+)
+
+
+class StrictModel(BaseModel):
+    """Base for config records: unknown keys are errors, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SparkConfig(StrictModel):
+    master: str = "local[*]"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _stringify(cls, v: object) -> object:
+        if isinstance(v, dict):
+            return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
+        return v
+
+
+class FileSourceConfig(StrictModel):
+    """A directory of CDC files: one Kafka message value (a Debezium envelope) per line."""
+
+    kind: Literal["files"] = "files"
+    path: str = "cdc"
+    format: Literal["debezium-json"] = "debezium-json"
+    glob: str = "*"
+    max_files_per_trigger: int | None = Field(default=None, ge=1)
+
+
+class KafkaSourceConfig(StrictModel):
+    """Kafka topics carrying Debezium envelopes (see the Kafka issue; options validated here)."""
+
+    kind: Literal["kafka"]
+    bootstrap_servers: str
+    topics: list[str] | None = None
+    topic_pattern: str | None = None
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    format: Literal["debezium-json"] = "debezium-json"
+
+    @model_validator(mode="after")
+    def _one_of_topics(self) -> KafkaSourceConfig:
+        if bool(self.topics) == bool(self.topic_pattern):
+            raise ValueError("give exactly one of `topics: [...]` or `topic_pattern: ...`")
+        return self
+
+
+SourceConfig = Annotated[FileSourceConfig | KafkaSourceConfig, Field(discriminator="kind")]
+
+
+class OdsSettings(StrictModel):
+    source: SourceConfig = Field(default_factory=FileSourceConfig)
+    # What a Debezium `t` (truncate) event does: delete every row (default) or nothing.
+    truncate: Literal["delete_all", "ignore"] = "delete_all"
+    # Fail a micro-batch (nothing committed) when more than this share of its events are bad.
+    max_dead_letter_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
+    trigger_seconds: int = Field(default=10, ge=1)
+
+
+class LakeConfig(StrictModel):
+    """`lake.yaml`."""
+
+    name: str
+    warehouse: str = "warehouse"
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    ods: OdsSettings = Field(default_factory=OdsSettings)
+    # Extra Hudi write options applied to every table this project writes (after ours).
+    hudi: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _IDENT.match(v):
+            raise ValueError("must be letters, digits and underscores, not starting with a digit")
+        return v
+
+
+class PartitionBy(StrictModel):
+    column: str
+    granularity: Literal["day", "month", "year"] = "month"
+    # Name of the derived partition column; default follows the seeds (`year_month` for month).
+    name: str | None = None
+
+    @property
+    def derived_name(self) -> str:
+        if self.name:
+            return self.name
+        return {"day": "dt", "month": "year_month", "year": "year"}[self.granularity]
+
+
+class OdsTable(StrictModel):
+    """One CDC source table and the ODS Hudi table it lands in."""
+
+    source: str
+    name: str | None = None
+    key: list[str] = Field(min_length=1)
+    ordering: list[str] = Field(default_factory=list)
+    partition_by: PartitionBy | None = None
+    type: Literal["cow", "mor"] = "cow"
+    # A source column whose type narrows (BIGINT -> INT): dead-letter the table's events (default)
+    # or keep writing the wider type (what Paimon's CDC sync does).
+    schema_narrowing: Literal["dead_letter", "keep_wider"] = "dead_letter"
+    # Column types for events without a `schema` block, e.g. {price: "decimal(10,2)"}.
+    columns: dict[str, str] = Field(default_factory=dict)
+    description: str | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        if v.count(".") != 1 or not all(v.split(".")):
+            raise ValueError("must be `<db>.<table>` as in the event's source block, e.g. test_db.user")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _table_name(cls, v: str | None) -> str | None:
+        if v is not None and not _IDENT.match(v):
+            raise ValueError("must be letters, digits and underscores (it becomes ods.<name>)")
+        return v
+
+    @field_validator("columns")
+    @classmethod
+    def _column_types(cls, v: dict[str, str]) -> dict[str, str]:
+        for col, typ in v.items():
+            if not _SQL_TYPE.match(typ.strip()):
+                raise ValueError(
+                    f"column {col!r}: unknown type {typ!r}; use one of string, boolean, int, bigint, "
+                    "float, double, date, timestamp, binary, decimal(p,s)"
+                )
+        return {k: t.strip().lower() for k, t in v.items()}
+
+    @property
+    def table_name(self) -> str:
+        return self.name or self.source.split(".", 1)[1].lower()
+
+    @property
+    def qualified_name(self) -> str:
+        return f"ods.{self.table_name}"
+
+
+class OdsFile(StrictModel):
+    """A YAML file under `layers/ods/`."""
+
+    tables: list[OdsTable] = Field(default_factory=list)

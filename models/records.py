@@ -1,0 +1,78 @@
+"""Records that cross a boundary: run summaries printed, stored and returned as JSON."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class TableBatchResult(BaseModel):
+    """What one micro-batch did to one ODS table."""
+
+    table: str
+    events: int = 0
+    upserts: int = 0
+    deletes: int = 0
+    dead_letter: int = 0
+    truncated: int = 0
+    before_bootstrap: int = 0
+    status: Literal["ok", "already_committed", "dead_letter", "pending"] = "pending"
+    reason: str | None = None
+
+
+class BatchResult(BaseModel):
+    batch_id: int
+    started_at: datetime
+    finished_at: datetime | None = None
+    events: int = 0
+    tombstones: int = 0
+    dead_letter: int = 0
+    dead_reasons: dict[str, int] = Field(default_factory=dict)
+    tables: dict[str, TableBatchResult] = Field(default_factory=dict)
+
+
+class IngestSummary(BaseModel):
+    """A whole `lake ingest` run."""
+
+    run_id: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    status: Literal["ok", "failed", "running"] = "running"
+    error: str | None = None
+    batches: list[BatchResult] = Field(default_factory=list)
+
+    def totals(self) -> dict[str, TableBatchResult]:
+        out: dict[str, TableBatchResult] = {}
+        for b in self.batches:
+            for name, t in b.tables.items():
+                acc = out.setdefault(name, TableBatchResult(table=t.table, status="ok"))
+                acc.events += t.events
+                acc.upserts += t.upserts
+                acc.deletes += t.deletes
+                acc.dead_letter += t.dead_letter
+                acc.truncated += t.truncated
+                acc.before_bootstrap += t.before_bootstrap
+                if t.status == "dead_letter":
+                    acc.status, acc.reason = "dead_letter", t.reason
+        return out
+
+    @property
+    def events(self) -> int:
+        return sum(b.events for b in self.batches)
+
+    @property
+    def dead_letter(self) -> int:
+        return sum(b.dead_letter for b in self.batches)
+
+    @property
+    def tombstones(self) -> int:
+        return sum(b.tombstones for b in self.batches)
+
+    def dead_reasons(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for b in self.batches:
+            for k, v in b.dead_reasons.items():
+                out[k] = out.get(k, 0) + v
+        return out
