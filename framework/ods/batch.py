@@ -314,19 +314,23 @@ class OdsBatchWriter:
             data_cols.append(typed.alias(name))
             bad = F.when(text.isNotNull() & typed.isNull() & F.lit(typ != "string"),
                          F.lit(f"column {name}: value cannot be read as {typ.upper()}")).otherwise(bad)
-        decoded = events.select(
-            "*", *data_cols, bad.alias("_bad")
-        )
+        # Data columns live in a struct so they cannot clash with message columns (`value`, `op`...).
+        decoded = events.select("*", F.struct(*data_cols).alias("_row"), bad.alias("_bad"))
         bad_rows = decoded.where(F.col("_bad").isNotNull())
         extra_dead.append(bad_rows.select(*[c for c in parsed.columns if c != "reason"], F.col("_bad").alias("reason")))
         good = decoded.where(F.col("_bad").isNull())
+        if st.watermark:
+            # Bootstrap hand-off: events before the dump's position are already in it.
+            older = watermark_older(st.watermark)
+            tr.before_bootstrap = good.where(older).count()
+            good = good.where(~older)
         seq = F.col("pos_seq")
         if t.ordering:
-            prefix = F.concat(*[D.ordering_prefix(F.col(c), target.get(c, "string")) for c in t.ordering])
+            prefix = F.concat(*[D.ordering_prefix(F.col("_row")[c], target.get(c, "string")) for c in t.ordering])
             seq = F.concat(prefix, seq)
         seq = F.concat(seq, F.col("arrival"))
         out = good.select(
-            *[F.col(c) for c in target],
+            *[F.col("_row")[c].alias(c) for c in target],
             F.col("op").alias("_op"),
             F.col("_event_ts"),
             seq.alias("_seq"),
@@ -334,10 +338,6 @@ class OdsBatchWriter:
             (F.col("op") == "d").alias("_deleted"),
             F.col("loc").alias("_source"),
         )
-        if st.watermark:
-            before = out.where(F.col("_seq") <= F.lit(st.watermark))
-            tr.before_bootstrap = before.count()
-            out = out.where(F.col("_seq") > F.lit(st.watermark))
         path = self.layout.table(t.qualified_name)
         if truncate_at is not None and self.project.config.ods.truncate == "delete_all" and hudi.table_exists(path):
             existing = hudi.read(self.spark, path).where(~F.col("_deleted"))
@@ -410,6 +410,14 @@ class OdsBatchWriter:
             return
         opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=self.local, extra=self.project.config.hudi)
         hudi.write(out, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id)})
+
+
+def watermark_older(watermark: str) -> Column:
+    """Events strictly before a bootstrap position (see framework.ods.position)."""
+    from framework.ods.position import slice_of
+
+    start, length, value = slice_of(watermark)
+    return F.substring(F.col("pos_seq"), start, length) < F.lit(value)
 
 
 def resolve_source_path(project: Project, path: str) -> Path:

@@ -78,18 +78,13 @@ def decimal_from_base64(text: Column, precision: int, scale: int) -> Column:
         digits = F.lpad(F.regexp_replace(unscaled, "^-", ""), scale + 1, "0")
         as_text = F.concat(
             sign,
-            F.expr(f"substring({_sql(digits)}, 1, length({_sql(digits)}) - {scale})"),
+            digits.substr(F.lit(1), F.length(digits) - F.lit(scale)),
             F.lit("."),
             F.substring(digits, -scale, scale),
         )
     return F.when(text.isNull() | (F.length(text) == 0), F.lit(None)).otherwise(
         as_text.cast(f"decimal({precision},{scale})")
     )
-
-
-def _sql(c: Column) -> str:
-    """The SQL text of a Column (for the few functions only reachable through expr)."""
-    return c._jc.toString()  # type: ignore[attr-defined]
 
 
 def _time_text(micros: Column) -> Column:

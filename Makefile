@@ -1,0 +1,41 @@
+# The README's two commands are `make demo` and `make test`; both install what they need.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: install jars demo test unit lint bench clean
+
+install: $(STAMP) jars
+
+$(STAMP): pyproject.toml
+	@command -v java >/dev/null || { echo "Java 17 is required: apt-get install -y openjdk-17-jre-headless"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven is required to fetch the Hudi bundle: apt-get install -y maven"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+jars: $(STAMP)
+	@$(PY) -m framework.jars >/dev/null
+
+demo: install
+	$(VENV)/bin/lake demo
+
+test: install
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+unit: install
+	$(VENV)/bin/pytest -q -m "not spark" tests/unit
+
+lint: install
+	$(VENV)/bin/ruff check framework models tests benchmarks
+	$(VENV)/bin/mypy
+
+bench: install
+	$(PY) benchmarks/ods_ingest.py
+
+clean:
+	rm -rf warehouse cdc spark-warehouse metastore_db derby.log

@@ -1,0 +1,198 @@
+"""`lake` command line. Each command loads the project (config errors stop here, before Spark),
+then calls one function of the engine."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from framework.errors import LakeError
+
+F = TypeVar("F", bound=Callable[..., Any])
+err_console = Console(stderr=True)
+
+
+class Ctx:
+    def __init__(self, project_dir: Path, debug: bool, quiet: bool) -> None:
+        self.project_dir = project_dir
+        self.debug = debug
+        self.quiet = quiet
+        self.console = Console(quiet=quiet)
+
+    def project(self):  # type: ignore[no-untyped-def]
+        from framework.config import load_project
+
+        return load_project(self.project_dir)
+
+
+def handle_errors(fn: F) -> F:
+    """Print user errors without a stack trace (exit 1); internal errors exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        debug = bool(ctx.obj and ctx.obj.debug)
+        try:
+            return fn(*args, **kwargs)
+        except LakeError as e:
+            if debug:
+                traceback.print_exc()
+            err_console.print("[bold red]Error:[/] " + _escape(str(e)), highlight=False)
+            sys.exit(1)
+        except click.exceptions.Exit:
+            raise
+        except KeyboardInterrupt:
+            err_console.print("interrupted")
+            sys.exit(130)
+        except Exception as e:  # noqa: BLE001 - the boundary that turns crashes into messages
+            if debug:
+                traceback.print_exc()
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            err_console.print(
+                f"[bold red]Internal error:[/] {type(e).__name__}: {_escape(first[:500])}\n"
+                "  rerun with --debug for the stack trace; Spark's log is in <warehouse>/_lake/logs/spark.log",
+                highlight=False,
+            )
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _escape(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)
+
+
+@click.group()
+@click.option("--project", "project_dir", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Project directory (with lake.yaml).")
+@click.option("--debug", is_flag=True, help="Show stack traces.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only errors and requested output.")
+@click.pass_context
+def main(ctx: click.Context, project_dir: Path, debug: bool, quiet: bool) -> None:
+    """lake: Debezium CDC into Hudi ODS tables, and models built from them."""
+    ctx.obj = Ctx(project_dir, debug, quiet)
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--name", default=None, help="Project name (default: the directory name).")
+@click.pass_obj
+@handle_errors
+def init(obj: Ctx, directory: Path, name: str | None) -> None:
+    """Scaffold a working project in DIRECTORY."""
+    from framework.scaffold import scaffold
+
+    created = scaffold(directory, name)
+    obj.console.print(f"Created project in {directory}:")
+    for p in created:
+        obj.console.print(f"  {p}")
+    obj.console.print(f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'")
+
+
+@main.command()
+@click.option("--once", "mode", flag_value="once", default=True, help="Process everything not yet ingested, then exit (default).")
+@click.option("--continuous", "mode", flag_value="continuous", help="Keep ingesting until Ctrl-C / SIGTERM.")
+@click.option("--tables", default=None, help="Comma-separated ODS tables (ods.user,ods.product); uses its own checkpoint.")
+@click.option("--trigger", default=None, help="Continuous trigger interval, e.g. 10s.")
+@click.option("--bootstrap", default=None, metavar="ods.TABLE", help="Bulk-load a full dump into this table instead of reading CDC.")
+@click.option("--path", "dump_path", default=None, type=click.Path(path_type=Path), help="The dump for --bootstrap (Parquet or CSV, file or directory).")
+@click.option("--position", default=None, help="Source position of the dump: mysql-bin.000003:1234, lsn:123456 or an ISO time.")
+@click.option("--format", "dump_format", type=click.Choice(["auto", "parquet", "csv"]), default="auto")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@click.pass_obj
+@handle_errors
+def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstrap: str | None, dump_path: Path | None,
+           position: str | None, dump_format: str, as_json: bool) -> None:
+    """Ingest CDC events into the ODS Hudi tables (one streaming job for all tables)."""
+    from framework import report
+    from framework.session import spark_session
+
+    project = obj.project()
+    if bootstrap:
+        if dump_path is None:
+            raise LakeError("--bootstrap needs --path DUMP", fix="lake ingest --bootstrap ods.user --path dumps/user.parquet --position mysql-bin.000003:154")
+        table = project.ods_table(bootstrap)
+        from framework.ods.bootstrap import run_bootstrap
+
+        spark = spark_session(project)
+        res = run_bootstrap(spark, project, table, dump_path, position=position, fmt=dump_format)
+        if as_json:
+            click.echo(res.model_dump_json(indent=2))
+        else:
+            obj.console.print(f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'})")
+        return
+    secs = _parse_seconds(trigger) if trigger else None
+    from framework.ods.ingest import run_ingest
+
+    spark = spark_session(project)
+    on_batch = None if (obj.quiet or as_json) else report.batch_printer(obj.console)
+    summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
+                         trigger_seconds=secs, on_batch=on_batch)
+    if as_json:
+        click.echo(summary.model_dump_json(indent=2))
+    else:
+        report.print_ingest_summary(obj.console, summary)
+
+
+def _parse_seconds(text: str) -> int:
+    t = text.strip().lower()
+    mult = 1
+    if t.endswith("ms"):
+        raise LakeError(f"--trigger {text}: sub-second triggers are not supported", fix="use e.g. --trigger 10s")
+    if t.endswith("s"):
+        t = t[:-1]
+    elif t.endswith("m"):
+        t, mult = t[:-1], 60
+    if not t.isdigit() or int(t) <= 0:
+        raise LakeError(f"--trigger {text!r} is not a duration", fix="use seconds or minutes, e.g. --trigger 10s or --trigger 1m")
+    return int(t) * mult
+
+
+@main.command()
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--limit", default=1000, show_default=True, help="Rows printed at most in table format.")
+@click.pass_obj
+@handle_errors
+def sql(obj: Ctx, query: str, fmt: str, limit: int) -> None:
+    """Run a Spark SQL query; ODS tables are `ods.<name>`."""
+    from framework import report
+    from framework.catalog import register_ods
+    from framework.paths import Layout
+    from framework.session import spark_session
+
+    project = obj.project()
+    spark = spark_session(project)
+    register_ods(spark, Layout(project.warehouse))
+    try:
+        df = spark.sql(query)
+    except Exception as e:  # AnalysisException / ParseException: a user error
+        msg = str(e).strip().splitlines()[0]
+        raise LakeError(f"query failed: {msg}", fix="check table and column names: lake sql 'show tables in ods'") from e
+    report.print_rows(obj.console, df, fmt, limit)
+
+
+@main.command()
+@click.option("--events", default=400, show_default=True, help="CDC events per table and round (roughly).")
+@click.option("--seed", default=7, show_default=True)
+@click.option("--fresh/--keep", default=True, show_default=True, help="Start from an empty warehouse and CDC directory.")
+@click.pass_obj
+@handle_errors
+def demo(obj: Ctx, events: int, seed: int, fresh: bool) -> None:
+    """Generate Debezium batches for the seed tables, ingest them and print a summary."""
+    from framework.demo import run_demo
+
+    run_demo(obj.project(), obj.console, events=events, seed=seed, fresh=fresh)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""`lake demo`: simulated Debezium traffic on the seed tables, ingested in two rounds, then checked.
+
+Round 1 is a snapshot plus random changes; round 2 adds a column to `test_db.user`
+(`ALTER TABLE user ADD COLUMN age int`, seed 004) and more changes. After each round the ODS job
+runs; at the end the seed's `dws.user_agg` query runs on the ODS table, and every ODS table is
+compared row by row with the simulator's final source state, the invariant DESIGN.md promises.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from framework import demo_data
+from framework.config import Project
+from framework.errors import LakeError
+from framework.ods.batch import resolve_source_path
+from models.config import FileSourceConfig, OdsTable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark.sql import SparkSession
+
+    from models.records import BatchResult, IngestSummary
+
+_NUMBERED = re.compile(r"^(\d{4})-.*\.json$")
+
+
+def run_demo(project: Project, console: Console, events: int, seed: int, fresh: bool) -> None:
+    """Generate, ingest and verify two rounds of CDC for the six seed tables.
+
+    Args:
+        project: a project declaring the six seed source tables, with a `files` CDC source.
+        console: where progress and results go.
+        events: change events per round (on top of the snapshot in round 1).
+        seed: makes the traffic reproducible.
+        fresh: delete the warehouse and the CDC directory first.
+    """
+    from framework import report
+    from framework.catalog import register_ods
+    from framework.paths import Layout
+    from framework.session import spark_session
+
+    ods = _declared_tables(project)
+    cdc = _cdc_dir(project)
+    if fresh:
+        _remove(project.warehouse, project)
+        _remove(cdc, project)
+    number = _next_file_number(cdc)
+    if number > 1:
+        console.print(
+            f"[yellow]--keep: CDC files up to {number - 1:04d}-* stay in {cdc}; rows earlier runs left "
+            "may differ from this run's source[/]"
+        )
+    sim = demo_data.Simulator(seed, start=demo_data.DEFAULT_START + timedelta(days=number - 1), binlog_index=2 + number)
+    spark = spark_session(project)
+    printer = report.batch_printer(console)
+
+    console.rule(f"round 1: snapshot of {len(sim.tables)} tables + {events} change events")
+    _write(console, cdc, number, "snapshot", sim.snapshot())
+    _write(console, cdc, number + 1, "changes", sim.changes(events))
+    report.print_ingest_summary(console, _ingest(spark, project, printer))
+
+    console.rule(f"round 2: ALTER TABLE user ADD COLUMN age int + {events} change events")
+    sim.add_column_user_age()
+    _write(console, cdc, number + 2, "changes-age", sim.changes(events))
+    report.print_ingest_summary(console, _ingest(spark, project, printer))
+
+    console.rule("results")
+    registered = set(register_ods(spark, Layout(project.warehouse)))
+    user = ods[demo_data.USER].qualified_name
+    if user in registered:
+        console.print(f"dws.user_agg (seed 004) on {user}:")
+        sql = f"select count(1) as num, device_model from {_quoted(user)} group by device_model order by num desc"
+        report.print_rows(console, spark.sql(sql), "table", 20)
+    console.print(_comparison(spark, sim, ods, registered))
+
+
+# ------------------------------------------------------------------ project checks
+def _declared_tables(project: Project) -> dict[str, OdsTable]:
+    """The ODS declaration of each seed source table; the demo cannot run without all six."""
+    by_source = {t.source: t for t in project.ods_tables}
+    missing = [s for s in demo_data.SOURCES if s not in by_source]
+    if missing:
+        raise LakeError(
+            f"the demo writes CDC for {', '.join(missing)}, which {project.root}/layers/ods/ does not declare",
+            fix="run it in the lake repository (lake --project <repo> demo), or copy its layers/ods/test_db.yaml and salesdb.yaml",
+        )
+    return by_source
+
+
+def _cdc_dir(project: Project) -> Path:
+    src = project.config.ods.source
+    if not isinstance(src, FileSourceConfig):
+        raise LakeError(
+            f"the demo writes CDC files, but ods.source.kind is {src.kind!r}",
+            fix="run the demo in a project whose lake.yaml has `ods: {source: {kind: files, path: cdc}}`",
+        )
+    return resolve_source_path(project, src.path)
+
+
+def _remove(path: Path, project: Project) -> None:
+    """Delete a generated directory, refusing anything that holds the project itself."""
+    path = path.resolve()
+    if path == project.root or path in project.root.parents:
+        raise LakeError(
+            f"--fresh would delete {path}, which contains the project",
+            fix="point `warehouse:` and `ods.source.path:` in lake.yaml at their own directories, or use --keep",
+        )
+    if path.exists():
+        shutil.rmtree(path)
+
+
+def _next_file_number(cdc: Path) -> int:
+    """1 + the highest `NNNN-` prefix in the CDC directory, so kept files stay first in order."""
+    numbers = [int(m.group(1)) for p in cdc.glob("*.json") if (m := _NUMBERED.match(p.name))] if cdc.is_dir() else []
+    return max(numbers, default=0) + 1
+
+
+# ------------------------------------------------------------------ rounds
+def _write(console: Console, cdc: Path, number: int, label: str, lines: list[str]) -> None:
+    path = demo_data.write(lines, cdc / f"{number:04d}-{label}.json")
+    console.print(f"wrote {len(lines)} events to {path}", highlight=False)
+
+
+def _ingest(spark: SparkSession, project: Project, printer: Callable[[BatchResult], None]) -> IngestSummary:
+    from framework.ods.ingest import run_ingest
+
+    return run_ingest(spark, project, on_batch=printer)
+
+
+# ------------------------------------------------------------------ verification
+def _comparison(spark: SparkSession, sim: demo_data.Simulator, ods: dict[str, OdsTable], registered: set[str]) -> RichTable:
+    """Source rows vs ODS rows per table; `match` compares every column of every row."""
+    out = RichTable(title="ODS vs source (simulated MySQL)", title_justify="left")
+    for col in ("table", "source rows", "ods rows", "match"):
+        out.add_column(col, justify="right" if "rows" in col else "left")
+    for source in sim.tables:
+        name = ods[source].qualified_name
+        expected = _source_rows(sim, source)
+        if name not in registered:
+            out.add_row(f"{source} → {name}", str(len(expected)), "missing", "[red]no[/]")
+            continue
+        actual = _ods_rows(spark, sim.table(source), name)
+        differ = len(expected ^ set(actual))
+        if not differ and len(actual) == len(expected):
+            verdict = "[green]yes[/]"
+        elif differ:
+            verdict = f"[red]no[/] ({differ} rows differ in a column or exist on one side only)"
+        else:
+            verdict = "[red]no[/] (duplicate rows in ODS)"
+        out.add_row(f"{source} → {name}", str(len(expected)), str(len(actual)), verdict)
+    return out
+
+
+def _source_rows(sim: demo_data.Simulator, source: str) -> set[tuple[str | None, ...]]:
+    table = sim.table(source)
+    return {tuple(demo_data.text_value(c, row.get(c.name)) for c in table.columns) for row in sim.state(source).values()}
+
+
+def _ods_rows(spark: SparkSession, table: demo_data.Table, name: str) -> list[tuple[str | None, ...]]:
+    """The ODS table's live rows as text in the source's column order (absent columns NULL)."""
+    present = set(spark.table(_quoted(name)).columns)
+    exprs = [_as_text(c) if c.name in present else "CAST(NULL AS STRING)" for c in table.columns]
+    rows = spark.sql(f"SELECT {', '.join(exprs)} FROM {_quoted(name)}").collect()
+    return [tuple(r) for r in rows]
+
+
+def _as_text(column: demo_data.Column) -> str:
+    """SQL giving the same text as :func:`demo_data.text_value` (the session time zone is UTC)."""
+    ref = f"`{column.name}`"
+    if column.kind == "timestamp":
+        return f"date_format({ref}, \"yyyy-MM-dd'T'HH:mm:ss'Z'\")"
+    if column.kind == "datetime":
+        return f"date_format({ref}, \"yyyy-MM-dd'T'HH:mm:ss\")"
+    return f"CAST({ref} AS STRING)"
+
+
+def _quoted(qualified: str) -> str:
+    """`ods.user` as ods.`user` (USER is a keyword in some SQL modes)."""
+    db, name = qualified.split(".", 1)
+    return f"{db}.`{name}`"

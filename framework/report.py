@@ -1,0 +1,101 @@
+"""Terminal output: per-batch progress lines, run summary tables, query results."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import io
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from models.records import BatchResult, IngestSummary
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def batch_printer(console: Console) -> Callable[[BatchResult], None]:
+    def show(b: BatchResult) -> None:
+        took = (b.finished_at - b.started_at).total_seconds() if b.finished_at else 0.0
+        tables = ", ".join(f"{t.table} +{t.upserts}/-{t.deletes}" for t in b.tables.values() if t.status == "ok")
+        extra = f", dead letter {b.dead_letter}" if b.dead_letter else ""
+        console.print(f"batch {b.batch_id}: {b.events} events in {took:.1f}s{extra}" + (f" → {tables}" if tables else ""), highlight=False)
+        for t in b.tables.values():
+            if t.status == "dead_letter":
+                console.print(f"  [yellow]{t.table}: {t.dead_letter} events to the dead letter: {t.reason}[/]", highlight=False)
+
+    return show
+
+
+def print_ingest_summary(console: Console, s: IngestSummary) -> None:
+    totals = s.totals()
+    table = Table(title=f"ingest {s.run_id}: {len(s.batches)} micro-batch(es), {s.events} events", title_justify="left")
+    for col in ("table", "events", "upserts", "deletes", "dead letter", "status"):
+        table.add_column(col, justify="right" if col not in ("table", "status") else "left")
+    for name in sorted(totals):
+        t = totals[name]
+        status = t.status if not t.reason else f"{t.status}: {t.reason}"
+        table.add_row(t.table, str(t.events), str(t.upserts), str(t.deletes), str(t.dead_letter), status)
+    console.print(table)
+    if s.tombstones:
+        console.print(f"tombstones skipped: {s.tombstones}")
+    if s.dead_letter:
+        console.print(f"[yellow]dead letter: {s.dead_letter} event(s)[/] (query: lake sql 'select loc, reason from _lake.dead_letter')")
+        for reason, n in sorted(s.dead_reasons().items(), key=lambda kv: -kv[1]):
+            console.print(f"  {n:>6}  {reason}", highlight=False)
+    if not s.batches:
+        console.print("nothing new to ingest")
+
+
+def json_value(v: Any) -> Any:
+    """JSON form of a Spark value: ISO-8601 UTC timestamps, decimals as strings."""
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=dt.timezone.utc)
+        return v.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        import base64
+
+        return base64.b64encode(bytes(v)).decode()
+    if isinstance(v, dict):
+        return {str(k): json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_value(x) for x in v]
+    if hasattr(v, "asDict"):
+        return {k: json_value(x) for k, x in v.asDict().items()}
+    return v
+
+
+def rows_as_json(df: DataFrame) -> str:
+    return json.dumps([{k: json_value(v) for k, v in r.asDict().items()} for r in df.collect()], ensure_ascii=False)
+
+
+def print_rows(console: Console, df: DataFrame, fmt: str, limit: int) -> None:
+    if fmt == "json":
+        print(rows_as_json(df))
+        return
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(df.columns)
+        for r in df.toLocalIterator():
+            w.writerow(["" if v is None else (json_value(v) if not isinstance(v, str) else v) for v in r])
+        print(buf.getvalue(), end="")
+        return
+    rows = df.limit(limit + 1).collect()
+    t = Table(show_lines=False)
+    for c in df.columns:
+        t.add_column(c)
+    for r in rows[:limit]:
+        t.add_row(*["NULL" if v is None else str(json_value(v)) for v in r])
+    console.print(t)
+    console.print(f"{min(len(rows), limit)} row(s)" + (" (truncated; use --limit)" if len(rows) > limit else ""))

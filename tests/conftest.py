@@ -1,0 +1,38 @@
+"""Shared fixtures: one SparkSession (with the Hudi bundle) for the whole test session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from framework.config import load_project
+    from framework.session import spark_session
+
+    base = tmp_path_factory.mktemp("spark-session")
+    (base / "lake.yaml").write_text(
+        "name: tests\nwarehouse: wh\nspark:\n  master: 'local[2]'\n  conf: {spark.sql.shuffle.partitions: '2', spark.default.parallelism: '2'}\n"
+    )
+    session = spark_session(load_project(base))
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip("needs ../shared/fixtures (the public Debezium captures) beside the repo")
+    return FIXTURES

@@ -1,0 +1,89 @@
+"""`lake init` writes a project that loads, and never overwrites one (no Spark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from framework.config import load_project
+from framework.errors import LakeError
+from framework.scaffold import scaffold
+
+
+def test_scaffolded_project_loads(tmp_path: Path) -> None:
+    root = tmp_path / "my-lake"
+    created = scaffold(root, None)
+    rel = {str(p.relative_to(root)) for p in created}
+    assert rel == {
+        "lake.yaml",
+        "layers/ods/inventory.yaml",
+        "layers/dwd/README.md",
+        "layers/dws/README.md",
+        "cdc/0001-customers.json",
+        ".gitignore",
+    }
+    project = load_project(root)
+    assert project.config.name == "my_lake"
+    assert project.config.spark.master == "local[2]"
+    assert project.config.ods.source.kind == "files"
+    assert project.config.ods.source.path == "cdc"
+    (table,) = project.ods_tables
+    assert (table.source, table.qualified_name, table.key) == ("inventory.customers", "ods.customers", ["id"])
+    assert "warehouse/" in (root / ".gitignore").read_text().split()
+
+
+def test_lake_yaml_has_exactly_the_documented_keys(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    data = yaml.safe_load((tmp_path / "lake.yaml").read_text())
+    assert data == {
+        "name": "shop",
+        "warehouse": "warehouse",
+        "spark": {"master": "local[2]", "conf": {}},
+        "ods": {"source": {"kind": "files", "path": "cdc", "format": "debezium-json"}},
+    }
+
+
+def test_every_table_key_is_explained(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    text = (tmp_path / "layers" / "ods" / "inventory.yaml").read_text()
+    for key in ("source", "name", "key", "ordering", "partition_by", "type", "columns"):
+        assert f"{key}:" in text
+    assert text.count("#") >= 7
+
+
+def test_sample_cdc_is_debezium_with_schema(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    lines = (tmp_path / "cdc" / "0001-customers.json").read_text().splitlines()
+    assert 6 <= len(lines) <= 8
+    events = [json.loads(line) for line in lines]
+    assert all(set(e) == {"schema", "payload"} for e in events)
+    assert {(e["payload"]["source"]["db"], e["payload"]["source"]["table"]) for e in events} == {("inventory", "customers")}
+
+
+def test_second_scaffold_refuses(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    before = (tmp_path / "lake.yaml").read_text()
+    with pytest.raises(LakeError, match="already contains lake.yaml") as info:
+        scaffold(tmp_path, "other")
+    assert info.value.fix
+    assert (tmp_path / "lake.yaml").read_text() == before
+
+
+def test_refuses_to_overwrite_other_files_and_bad_names(tmp_path: Path) -> None:
+    (tmp_path / "cdc").mkdir()
+    (tmp_path / "cdc" / "0001-customers.json").write_text("mine\n")
+    with pytest.raises(LakeError, match="overwrite"):
+        scaffold(tmp_path, "shop")
+    assert not (tmp_path / "lake.yaml").exists()
+    with pytest.raises(LakeError, match="not valid"):
+        scaffold(tmp_path / "x", "9lives")
+
+
+def test_existing_gitignore_is_extended_not_replaced(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("*.pyc")
+    scaffold(tmp_path, "shop")
+    assert (tmp_path / ".gitignore").read_text().splitlines()[0] == "*.pyc"
+    assert "warehouse/" in (tmp_path / ".gitignore").read_text().split()
