@@ -63,9 +63,15 @@ def _unsigned_from_hex32(hex32: Column) -> Column:
     return hi * F.lit(_TWO_64).cast("decimal(38,0)") + lo
 
 
+def safe_unbase64(text: Column) -> Column:
+    """unbase64 that yields NULL (→ dead letter) for invalid input instead of failing the job."""
+    valid = text.rlike(r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+    return F.when(valid, F.unbase64(F.when(valid, text)))
+
+
 def decimal_from_base64(text: Column, precision: int, scale: int) -> Column:
     """Kafka Connect Decimal: base64 of the big-endian two's-complement unscaled value."""
-    hexs = F.upper(F.hex(F.unbase64(text)))
+    hexs = F.upper(F.hex(safe_unbase64(text)))
     negative = F.substring(hexs, 1, 1).isin("8", "9", "A", "B", "C", "D", "E", "F")
     inverted = F.translate(hexs, "0123456789ABCDEF", "FEDCBA9876543210")
     pos_val = _unsigned_from_hex32(F.lpad(hexs, 32, "0"))
@@ -75,16 +81,28 @@ def decimal_from_base64(text: Column, precision: int, scale: int) -> Column:
         as_text = unscaled
     else:
         sign = F.when(F.substring(unscaled, 1, 1) == "-", F.lit("-")).otherwise(F.lit(""))
-        digits = F.lpad(F.regexp_replace(unscaled, "^-", ""), scale + 1, "0")
+        magnitude = F.regexp_replace(unscaled, "^-", "")
+        # lpad truncates longer strings: pad only short ones.
+        digits = F.when(F.length(magnitude) <= scale, F.lpad(magnitude, scale + 1, "0")).otherwise(magnitude)
         as_text = F.concat(
             sign,
             digits.substr(F.lit(1), F.length(digits) - F.lit(scale)),
             F.lit("."),
             F.substring(digits, -scale, scale),
         )
-    return F.when(text.isNull() | (F.length(text) == 0), F.lit(None)).otherwise(
+    return F.when(text.isNull() | (F.length(text) == 0) | hexs.isNull(), F.lit(None)).otherwise(
         as_text.cast(f"decimal({precision},{scale})")
     )
+
+
+# Years 0001..9999: outside, Spark's timestamp functions overflow and fail the whole job.
+_MIN_US, _MAX_US = -62_135_596_800_000_000, 253_402_300_799_999_999
+_MIN_DAYS, _MAX_DAYS = -719_162, 2_932_896
+
+
+def _within(v: Column, lo: int, hi: int) -> Column:
+    """NULL (→ dead letter as unreadable) when out of range, instead of an overflow exception."""
+    return F.when((v >= F.lit(lo)) & (v <= F.lit(hi)), v)
 
 
 def _time_text(micros: Column) -> Column:
@@ -124,7 +142,7 @@ def decode(text: Column, d: Decoder) -> Column:
             decimal_from_base64(text, int(precision), int(scale))
         )
     if k == "date_days":
-        return F.date_add(F.lit("1970-01-01").cast("date"), text.cast("int"))
+        return F.date_add(F.lit("1970-01-01").cast("date"), _within(text.cast("bigint"), _MIN_DAYS, _MAX_DAYS).cast("int"))
     if k == "time_ms":
         return _time_text(text.cast("bigint") * 1000)
     if k == "time_us":
@@ -132,15 +150,15 @@ def decode(text: Column, d: Decoder) -> Column:
     if k == "time_ns":
         return _time_text(F.floor(text.cast("bigint") / 1000))
     if k == "ts_ms":
-        return F.timestamp_millis(text.cast("bigint"))
+        return F.timestamp_millis(_within(text.cast("bigint"), _MIN_US // 1000, _MAX_US // 1000))
     if k == "ts_us":
-        return F.timestamp_micros(text.cast("bigint"))
+        return F.timestamp_micros(_within(text.cast("bigint"), _MIN_US, _MAX_US))
     if k == "ts_ns":
-        return F.timestamp_micros(F.floor(text.cast("bigint") / 1000))
+        return F.timestamp_micros(_within(F.floor(text.cast("bigint") / 1000), _MIN_US, _MAX_US))
     if k == "ts_iso":
         return F.to_timestamp(text)
     if k == "bytes_b64":
-        return F.unbase64(text)
+        return safe_unbase64(text)
     raise ValueError(f"unknown decoder kind {k!r}")
 
 
