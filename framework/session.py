@@ -81,4 +81,14 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _jvm_stdio_to_log(spark, warehouse / "_lake" / "logs" / "jvm-stdout.log")
     return spark
+
+
+def _jvm_stdio_to_log(spark: SparkSession, path: Path) -> None:
+    """Libraries inside the JVM (JOL, Hudi's timeline code) print to System.out/err directly;
+    send that to a file so the terminal shows only lake's own output."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    stream = jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(str(path), True), True)
+    jvm.java.lang.System.setOut(stream)
+    jvm.java.lang.System.setErr(stream)

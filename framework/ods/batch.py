@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 
 from framework import hudi
 from framework.config import Project
+from framework.faults import failpoint
 from framework.ods import decode as D
 from framework.ods.envelope import Decoder, SchemaBlockError, decoder_for_sql_type, infer_json_type, row_columns
 from framework.ods.evolution import merge_batch_types, normalize
@@ -379,7 +380,9 @@ class OdsBatchWriter:
                 local=self.local,
                 extra=self.project.config.hudi,
             )
+            failpoint("before_table_commit")
             hudi.write(out, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id)})
+            failpoint("after_table_commit")
         finally:
             out.unpersist()
         st.columns = dict(target)

@@ -23,6 +23,7 @@ from typing import Protocol
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.errors import StreamingQueryException
 
 from framework.config import Project
 from framework.errors import EnvironmentProblem, IngestFailed, LakeError
@@ -183,7 +184,10 @@ def run_ingest(
                     time.sleep(0.2)
                 query.stop()
                 break
-            query.awaitTermination(0.5)
+            try:
+                query.awaitTermination(0.5)
+            except StreamingQueryException:
+                break  # reported below from `failure` or query.exception()
         exc = query.exception()
     finally:
         for sig, h in previous.items():
