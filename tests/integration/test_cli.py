@@ -1,0 +1,93 @@
+"""The `lake` command in fresh processes: SQL output formats, errors without stack traces, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import LakeProject, envelope
+
+SCHEMA_ENV = {
+    "schema": {"type": "struct", "name": "s.shop.prices.Envelope", "fields": [
+        {"type": "struct", "field": "after", "optional": True, "fields": [
+            {"type": "int32", "field": "id", "optional": False},
+            {"type": "bytes", "field": "price", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "2", "connect.decimal.precision": "10"}},
+            {"type": "string", "field": "at", "name": "io.debezium.time.ZonedTimestamp"},
+        ]},
+        {"type": "struct", "field": "source", "fields": []},
+        {"type": "string", "field": "op"},
+    ]},
+    "payload": {"before": None, "after": {"id": 1, "price": "MN4=", "at": "2024-05-01T12:30:00Z"},
+                "source": {"db": "shop", "table": "prices", "file": "mysql-bin.000001", "pos": 5, "row": 0, "ts_ms": 1714566600000},
+                "op": "c", "ts_ms": 1714566600001},
+}
+
+
+def lake(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(root), *args],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=300)
+
+
+def test_ingest_then_sql_json_in_new_processes(tmp_path: Path, spark: Any) -> None:
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.prices, key: [id]}\n")
+    lp.write_cdc([SCHEMA_ENV])
+    r = lake(tmp_path, "ingest", "--once")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ods.prices" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    r = lake(tmp_path, "sql", "select id, price, at, _op from ods.prices", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    # base64 MN4= is 0x30DE = 12510 → 125.10 at scale 2; decimals as strings, timestamps ISO-8601 UTC.
+    assert json.loads(r.stdout) == [{"id": 1, "price": "125.10", "at": "2024-05-01T12:30:00Z", "_op": "c"}]
+    r = lake(tmp_path, "sql", "select id, price from ods.prices", "--format", "csv")
+    assert r.stdout.splitlines() == ["id,price", "1,125.10"]
+
+
+def test_config_error_exits_1_before_spark(tmp_path: Path) -> None:
+    LakeProject(tmp_path, "tables:\n  - source: shop.prices\n    kee: [id]\n")
+    r = lake(tmp_path, "ingest", "--once")
+    assert r.returncode == 1
+    assert "layers/ods/tables.yaml:3: tables[0].kee: unknown key" in r.stderr
+    assert "did you mean `key`" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "warehouse").exists()  # no Spark, no warehouse
+
+
+def test_missing_cdc_directory_is_a_clear_error(tmp_path: Path) -> None:
+    LakeProject(tmp_path, "tables:\n  - {source: shop.prices, key: [id]}\n")
+    (tmp_path / "cdc").rmdir()
+    r = lake(tmp_path, "ingest", "--once")
+    assert r.returncode == 1
+    assert "the CDC directory" in r.stderr and "does not exist" in r.stderr and "fix:" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_java_is_a_clear_error(tmp_path: Path) -> None:
+    LakeProject(tmp_path, "tables:\n  - {source: shop.prices, key: [id]}\n")
+    env = {"PATH": str(Path(sys.executable).parent), "JAVA_HOME": str(tmp_path / "no-java")}
+    r = lake(tmp_path, "ingest", "--once", env=env)
+    assert r.returncode == 1
+    assert "no Java runtime found" in r.stderr and "openjdk-17" in r.stderr
+
+
+def test_bad_sql_is_a_user_error(tmp_path: Path, spark: Any) -> None:
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.t, key: [id]}\n")
+    lp.write_cdc([envelope("c", "shop.t", None, {"id": 1}, pos=1)])
+    lp.ingest(spark)
+    r = lake(tmp_path, "sql", "select nope from ods.t")
+    assert r.returncode == 1 and "query failed" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_init_scaffold_ingests(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    r = subprocess.run([sys.executable, "-m", "framework.cli", "init", str(root)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    r = lake(root, "ingest", "--once", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["status"] == "ok" and summary["batches"][0]["dead_letter"] == 0
+    r = lake(root, "sql", "select count(*) as n from ods.customers", "--format", "json")
+    assert json.loads(r.stdout)[0]["n"] > 0
