@@ -4,7 +4,6 @@ then calls one function of the engine."""
 from __future__ import annotations
 
 import functools
-import json
 import sys
 import traceback
 from collections.abc import Callable

@@ -172,7 +172,7 @@ def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[Con
             problem = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 problem = "unknown key"
-            issues.append(ConfigIssue(rel, line, dotted or "(root)", problem, _fix_for(err, model)))
+            issues.append(ConfigIssue(rel, line, dotted or "(root)", problem, _fix_for(dict(err), model)))
         return None, issues
 
 

@@ -105,7 +105,7 @@ def write(df: DataFrame, path: Path, options: dict[str, str], commit_meta: dict[
 
 
 def _meta_client(spark: SparkSession, path: Path) -> Any:
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
     conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConf(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
     return jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(str(path)).build()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from framework.jars import HUDI_BUNDLE, ensure_jar, ensure_java
 
@@ -88,7 +88,7 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
 def _jvm_stdio_to_log(spark: SparkSession, path: Path) -> None:
     """Libraries inside the JVM (JOL, Hudi's timeline code) print to System.out/err directly;
     send that to a file so the terminal shows only lake's own output."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
     stream = jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(str(path), True), True)
     jvm.java.lang.System.setOut(stream)
     jvm.java.lang.System.setErr(stream)

@@ -30,7 +30,13 @@ from framework import hudi
 from framework.config import Project
 from framework.faults import failpoint
 from framework.ods import decode as D
-from framework.ods.envelope import Decoder, SchemaBlockError, decoder_for_sql_type, infer_json_type, row_columns
+from framework.ods.envelope import (
+    Decoder,
+    SchemaBlockError,
+    decoder_for_sql_type,
+    infer_json_type,
+    row_columns,
+)
 from framework.ods.evolution import merge_batch_types, normalize
 from framework.paths import Layout
 from models.config import OdsTable
@@ -131,7 +137,8 @@ class OdsBatchWriter:
             ).alias("tombstone"),
         )
         image_raw = F.when(F.col("op") == "d", F.col("before_raw")).otherwise(F.col("after_raw"))
-        df = df.withColumn("img", F.from_json(image_raw, D.IMAGE_MAP)).withColumn("schema_hash", F.md5(F.col("schema_raw")))
+        img = F.from_json(image_raw, D.IMAGE_MAP)  # type: ignore[arg-type]
+        df = df.withColumn("img", img).withColumn("schema_hash", F.md5(F.col("schema_raw")))
         declared = F.col("tbl").isin(list(self.all_sources)) if self.all_sources else F.lit(False)
         key_problem: Column = F.lit(None).cast("string")
         for t in self.tables.values():
@@ -303,10 +310,7 @@ class OdsBatchWriter:
             expr: Column | None = None
             for h, dec in versions.items():
                 d = dec.get(name)
-                if d is None:
-                    value = F.lit(None)
-                else:
-                    value = D.decode(text, d)
+                value = F.lit(None) if d is None else D.decode(text, d)
                 cond = F.col("schema_hash") == h if h else F.col("schema_hash").isNull()
                 expr = F.when(cond, value) if expr is None else expr.when(cond, value)
             if expr is None:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Protocol
 
 from pyspark import StorageLevel
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.errors import StreamingQueryException
 
 from framework.config import Project
 from framework.errors import EnvironmentProblem, IngestFailed, LakeError
@@ -185,7 +185,7 @@ def run_ingest(
                 query.stop()
                 break
             try:
-                query.awaitTermination(0.5)
+                query.awaitTermination(1)
             except StreamingQueryException:
                 break  # reported below from `failure` or query.exception()
         exc = query.exception()

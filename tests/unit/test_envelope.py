@@ -7,7 +7,13 @@ import json
 import pytest
 
 from framework.errors import LakeError
-from framework.ods.envelope import Decoder, SchemaBlockError, column_for, infer_json_type, row_columns
+from framework.ods.envelope import (
+    Decoder,
+    SchemaBlockError,
+    column_for,
+    infer_json_type,
+    row_columns,
+)
 from framework.ods.evolution import merge_batch_types, resolve
 from framework.ods.position import parse_position, seq_at, slice_of
 
