@@ -163,3 +163,24 @@ class OdsFile(StrictModel):
     """A YAML file under `layers/ods/`."""
 
     tables: list[OdsTable] = Field(default_factory=list)
+
+
+class ModelConfig(StrictModel):
+    """Sidecar `<stem>.yaml` of a DWD/DWS model."""
+
+    key: list[str] | None = None
+    partition_by: str | None = None
+    strategy: Literal["rowwise", "aggregate", "rescan", "full"] | None = None
+    depends_on: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    description: str | None = None
+    # Quality checks (Great Expectations names and arguments); evaluated by the quality gate.
+    checks: list[dict[str, object]] = Field(default_factory=list)
+
+    @field_validator("depends_on")
+    @classmethod
+    def _qualified(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if name.count(".") != 1:
+                raise ValueError(f"{name!r} must be <layer>.<table>, e.g. ods.user_order or dwd.order_detail")
+        return v

@@ -1,0 +1,722 @@
+"""ODS ingest throughput: `run_ingest` over N Debezium events vs a plain JSON -> Parquet job.
+
+    .venv/bin/python benchmarks/ods_ingest.py [--events N] [--tables 3] [--files 20] [--out BENCHMARKS.md]
+
+Steps (one Python process, one SparkSession, everything under one temporary directory):
+
+1. generate N bare Debezium MySQL envelopes (75% c, 20% u, 5% d; updates and deletes pick live
+   keys) over the tables into `cdc/` as JSON lines (not measured, timed separately);
+2. warm up the JVM with a tiny ingest and a tiny JSON -> Parquet write in a second project;
+3. A: wall time of `run_ingest(spark, project)` (= `lake ingest --once` without process and JVM
+   start-up); then the live rows of each ODS table are checked against the generator's state;
+4. B (the ceiling): `spark.read.json` of the same files, select op + row image, write Parquet
+   partitioned by table;
+5. print the figures and, with --out, replace this benchmark's section of BENCHMARKS.md.
+
+Where A's time goes is measured by wrapping the writer's steps (monkeypatched here, the engine
+is not modified) and by Spark's event log (each Spark job is attributed to the step it ran in).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+SECTION = "## ODS ingest (benchmarks/ods_ingest.py)"
+HEADER = """\
+# Benchmarks
+
+Figures here come from single runs on a shared, noisy 2-core machine (another engineer's jobs may
+run at the same time). Read them as ratios between measurements taken in the same run and the same
+SparkSession (for example lake's ODS ingest against a plain Spark JSON -> Parquet write of the same
+files), not as absolute throughput. Each section is rewritten by the script named in its heading.
+"""
+
+# --------------------------------------------------------------------------- tables
+FIRST = ["Ana", "Ben", "Chen", "Dana", "Eli", "Fatima", "Goran", "Hana", "Ivan", "Julia", "Kofi", "Lena", "Mateo", "Nina", "Omar", "Priya"]
+LAST = ["Smith", "Garcia", "Wang", "Muller", "Rossi", "Kowalski", "Novak", "Silva", "Tanaka", "Okafor", "Ivanova", "Dubois"]
+COUNTRIES = ["US", "DE", "FR", "CN", "BR", "IN", "JP", "PL", "NG", "ES"]
+SEGMENTS = ["AUTOMOBILE", "BUILDING", "FURNITURE", "HOUSEHOLD", "MACHINERY"]
+STATUSES = ["NEW", "PAID", "SHIPPED", "DELIVERED", "CANCELLED"]
+CURRENCIES = ["USD", "EUR", "CNY", "GBP"]
+CATEGORIES = ["books", "garden", "kitchen", "toys", "sports", "tools", "music"]
+NOUNS = ["lamp", "chair", "kettle", "drill", "ball", "guitar", "novel", "hose", "puzzle", "pan"]
+ADJS = ["red", "compact", "deluxe", "classic", "smart", "eco", "mini", "pro"]
+
+
+@dataclass(frozen=True)
+class TableDef:
+    db: str
+    name: str
+    weight: float
+    columns: dict[str, str]  # declared types of the columns that need one (decimal, timestamps)
+    partition_column: str | None = None
+
+    @property
+    def source(self) -> str:
+        return f"{self.db}.{self.name}"
+
+
+ALL_TABLES = [
+    TableDef("shop", "orders", 0.5, {"amount": "decimal(12,2)", "created_at": "timestamp", "updated_at": "timestamp"}, "created_at"),
+    TableDef("shop", "customers", 0.25, {"credit_limit": "decimal(12,2)", "created_at": "timestamp", "updated_at": "timestamp"}),
+    TableDef("shop", "products", 0.25, {"price": "decimal(10,2)", "created_at": "timestamp", "updated_at": "timestamp"}),
+]
+
+# The union of all image columns, typed, for the plain Spark job (B).
+B_IMAGE_COLUMNS = [
+    ("id", "bigint"), ("customer_id", "bigint"), ("status", "string"), ("quantity", "int"),
+    ("amount", "decimal(12,2)"), ("currency", "string"), ("name", "string"), ("email", "string"),
+    ("country", "string"), ("segment", "string"), ("credit_limit", "decimal(12,2)"), ("sku", "string"),
+    ("category", "string"), ("price", "decimal(10,2)"), ("stock", "int"),
+    ("created_at", "string"), ("updated_at", "string"),
+]
+
+
+# --------------------------------------------------------------------------- generator
+@dataclass
+class TableState:
+    next_id: int = 1
+    images: dict[int, str] = field(default_factory=dict)  # live key -> JSON text of its row
+    keys: list[int] = field(default_factory=list)  # live keys, for O(1) random choice
+    pos_of: dict[int, int] = field(default_factory=dict)  # key -> index in `keys`
+    inserted: int = 0
+    ops: dict[str, int] = field(default_factory=lambda: {"c": 0, "u": 0, "d": 0})
+
+    def add(self, k: int, image: str) -> None:
+        self.images[k] = image
+        self.pos_of[k] = len(self.keys)
+        self.keys.append(k)
+
+    def remove(self, k: int) -> None:
+        i = self.pos_of.pop(k)
+        last = self.keys.pop()
+        if last != k:
+            self.keys[i] = last
+            self.pos_of[last] = i
+        del self.images[k]
+
+
+class Generator:
+    """Random CDC traffic over the tables; knows the final live rows of every table."""
+
+    def __init__(self, tables: list[TableDef], seed: int) -> None:
+        self.tables = tables
+        self.rng = random.Random(seed)
+        self.state = {t.name: TableState() for t in tables}
+        self.names = [t.name for t in tables]
+        self.weights = [t.weight for t in tables]
+
+    def _insert_row(self, table: str, k: int, ts: str) -> dict[str, Any]:
+        rng = self.rng
+        if table == "orders":
+            customers = self.state.get("customers")
+            top = customers.next_id - 1 if customers and customers.next_id > 1 else 1000
+            return {
+                "id": k, "customer_id": rng.randint(1, top), "status": "NEW", "quantity": rng.randint(1, 9),
+                "amount": rng.randint(100, 500_000) / 100, "currency": rng.choice(CURRENCIES),
+                "created_at": ts, "updated_at": ts,
+            }
+        if table == "customers":
+            first, last = rng.choice(FIRST), rng.choice(LAST)
+            return {
+                "id": k, "name": f"{first} {last}", "email": f"{first}.{last}{k}@example.com".lower(),
+                "country": rng.choice(COUNTRIES), "segment": rng.choice(SEGMENTS),
+                "credit_limit": rng.randint(0, 10_000_000) / 100, "created_at": ts, "updated_at": ts,
+            }
+        return {
+            "id": k, "sku": f"SKU-{k:08d}", "name": f"{rng.choice(ADJS)} {rng.choice(NOUNS)}",
+            "category": rng.choice(CATEGORIES), "price": rng.randint(99, 99_999) / 100,
+            "stock": rng.randint(0, 500), "created_at": ts, "updated_at": ts,
+        }
+
+    def _mutate(self, table: str, row: dict[str, Any], ts: str) -> None:
+        rng = self.rng
+        if table == "orders":
+            row["status"] = rng.choice(STATUSES[1:])
+            if rng.random() < 0.3:
+                row["quantity"] = rng.randint(1, 9)
+                row["amount"] = rng.randint(100, 500_000) / 100
+        elif table == "customers":
+            if rng.random() < 0.5:
+                row["segment"] = rng.choice(SEGMENTS)
+            else:
+                row["credit_limit"] = rng.randint(0, 10_000_000) / 100
+        else:
+            row["stock"] = rng.randint(0, 500)
+            if rng.random() < 0.3:
+                row["price"] = rng.randint(99, 99_999) / 100
+        row["updated_at"] = ts
+
+    def write(self, n: int, cdc: Path, files: int, start_ms: int = 1_704_067_200_000, span_ms: int = 365 * 86_400_000) -> int:
+        """Write `n` envelopes over `files` files in `cdc`; returns the bytes written."""
+        rng = self.rng
+        dumps = json.dumps
+        files = max(1, min(files, n))
+        db = self.tables[0].db
+        pos = 4
+        written = 0
+        tops = [round(n * (i + 1) / files) for i in range(files)]
+        fi = 0
+        out: list[str] = []
+        for i in range(n):
+            ts_ms = start_ms + (i * span_ms) // n
+            ts = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            pos += rng.randint(150, 900)
+            table = rng.choices(self.names, self.weights)[0]
+            st = self.state[table]
+            r = rng.random()
+            op = "c" if r < 0.75 or not st.keys else ("u" if r < 0.95 else "d")
+            if op == "c":
+                k = st.next_id
+                st.next_id += 1
+                st.inserted += 1
+                after = dumps(self._insert_row(table, k, ts))
+                st.add(k, after)
+                before = "null"
+            else:
+                k = st.keys[rng.randrange(len(st.keys))]
+                before = st.images[k]
+                if op == "u":
+                    row = json.loads(before)
+                    self._mutate(table, row, ts)
+                    after = dumps(row)
+                    st.images[k] = after
+                else:
+                    after = "null"
+                    st.remove(k)
+            st.ops[op] += 1
+            source = dumps({
+                "version": "2.5.0.Final", "connector": "mysql", "name": "bench", "ts_ms": ts_ms,
+                "snapshot": "false", "db": db, "table": table, "file": "mysql-bin.000001", "pos": pos, "row": 0,
+            })
+            out.append(f'{{"before": {before}, "after": {after}, "source": {source}, "op": "{op}", "ts_ms": {ts_ms + 5}}}')
+            if i + 1 == tops[fi]:
+                written += self._flush(cdc, fi, out)
+                out = []
+                fi += 1
+        return written
+
+    @staticmethod
+    def _flush(cdc: Path, index: int, lines: list[str]) -> int:
+        path = cdc / f"{index:05d}.json"
+        text = "\n".join(lines) + "\n"
+        path.write_text(text)
+        t = 1_700_000_000 + index * 10  # mtimes increase with the file number: arrival = write order
+        os.utime(path, (t, t))
+        return len(text)
+
+    def expected(self) -> dict[str, tuple[int, int]]:
+        """Per table: (live rows, distinct keys ever inserted)."""
+        return {name: (len(st.keys), st.inserted) for name, st in self.state.items()}
+
+    def op_counts(self) -> dict[str, int]:
+        total = {"c": 0, "u": 0, "d": 0}
+        for st in self.state.values():
+            for k, v in st.ops.items():
+                total[k] += v
+        return total
+
+
+def make_project(root: Path, tables: list[TableDef], name: str = "bench") -> None:
+    (root / "layers" / "ods").mkdir(parents=True, exist_ok=True)
+    (root / "cdc").mkdir(exist_ok=True)
+    (root / "lake.yaml").write_text(f'name: {name}\nwarehouse: warehouse\nspark: {{master: "local[2]"}}\n')
+    lines = ["tables:"]
+    for t in tables:
+        cols = ", ".join(f'{k}: "{v}"' for k, v in t.columns.items())
+        lines.append(f"  - source: {t.source}")
+        lines.append("    key: [id]")
+        lines.append(f"    columns: {{{cols}}}")
+        if t.partition_column:
+            lines.append(f"    partition_by: {{column: {t.partition_column}, granularity: month}}")
+    (root / "layers" / "ods" / "bench.yaml").write_text("\n".join(lines) + "\n")
+
+
+# --------------------------------------------------------------------------- timing of the engine's steps
+class Phases:
+    """Wall time of named steps (inclusive and exclusive of nested steps), plus their intervals
+    so that Spark jobs from the event log can be attributed to the step that submitted them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stack: list[list[Any]] = []
+        self.incl: dict[str, float] = defaultdict(float)
+        self.excl: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self.order: list[str] = []
+        self.intervals: list[tuple[float, float, int, str]] = []  # (start, end, depth, name), epoch s
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        with self.lock:
+            frame: list[Any] = [name, 0.0]
+            depth = len(self.stack)
+            self.stack.append(frame)
+            if name not in self.order:
+                self.order.append(name)
+        wall0, t0 = time.time(), time.perf_counter()
+        try:
+            yield
+        finally:
+            el = time.perf_counter() - t0
+            with self.lock:
+                self.stack.remove(frame)
+                self.incl[name] += el
+                self.excl[name] += el - frame[1]
+                self.calls[name] += 1
+                if self.stack:
+                    self.stack[-1][1] += el
+                self.intervals.append((wall0, time.time(), depth, name))
+
+    def step_of(self, epoch_s: float) -> str:
+        best: tuple[int, str] | None = None
+        for start, end, depth, name in self.intervals:
+            if start <= epoch_s <= end and (best is None or depth > best[0]):
+                best = (depth, name)
+        return best[1] if best else "(outside any step)"
+
+
+def instrument(phases: Phases) -> None:
+    """Wrap the ODS writer's steps with timers (in this process only; no engine file changes)."""
+    from framework import hudi
+    from framework.ods import batch as batch_mod
+    from framework.ods import ingest as ingest_mod
+
+    def wrap(owner: Any, attr: str, label: Callable[..., str]) -> None:
+        original = getattr(owner, attr)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with phases.phase(label(*args, **kwargs)):
+                return original(*args, **kwargs)
+
+        setattr(owner, attr, wrapper)
+
+    W = batch_mod.OdsBatchWriter
+    wrap(ingest_mod.FileSource, "messages", lambda *a, **k: "split files into lines (messages)")
+    wrap(W, "process", lambda *a, **k: "parse + classify + batch summary (collect)")
+    wrap(W, "_state", lambda self, t: f"{t.table_name}: table state (timeline)")
+    wrap(W, "_resolve_columns", lambda self, parsed, t, *a: f"{t.table_name}: resolve column types")
+    wrap(W, "_write_table", lambda self, parsed, t, *a: f"{t.table_name}: decode + persist + counts")
+    wrap(W, "_write_dead_letter", lambda *a, **k: "dead letter (isEmpty check / write)")
+    wrap(hudi, "write", lambda df, path, *a: f"{Path(path).name}: Hudi upsert (+CDC log, commit)")
+
+
+# --------------------------------------------------------------------------- Spark event log
+@dataclass
+class JobInfo:
+    job_id: int
+    submitted: int
+    completed: int = 0
+    description: str = ""
+    stage_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class StageInfo:
+    stage_id: int
+    name: str
+    tasks: int
+    submitted: int
+    completed: int
+    job: int = -1
+
+
+def read_event_log(log_dir: Path) -> tuple[list[JobInfo], list[StageInfo]]:
+    jobs: dict[int, JobInfo] = {}
+    stages: list[StageInfo] = []
+    stage_job: dict[int, int] = {}
+    for f in sorted(log_dir.iterdir()):
+        with f.open() as fh:
+            for line in fh:
+                ev = json.loads(line)
+                kind = ev.get("Event")
+                if kind == "SparkListenerJobStart":
+                    props = ev.get("Properties") or {}
+                    desc = props.get("spark.job.description") or props.get("callSite.short") or ""
+                    j = JobInfo(ev["Job ID"], ev["Submission Time"], description=desc, stage_ids=list(ev.get("Stage IDs", [])))
+                    jobs[j.job_id] = j
+                    for sid in j.stage_ids:
+                        stage_job[sid] = j.job_id
+                elif kind == "SparkListenerJobEnd" and ev["Job ID"] in jobs:
+                    jobs[ev["Job ID"]].completed = ev["Completion Time"]
+                elif kind == "SparkListenerStageCompleted":
+                    s = ev["Stage Info"]
+                    if "Submission Time" in s and "Completion Time" in s:
+                        stages.append(StageInfo(s["Stage ID"], s["Stage Name"], s["Number of Tasks"], s["Submission Time"], s["Completion Time"]))
+    for s in stages:
+        s.job = stage_job.get(s.stage_id, -1)
+    return sorted(jobs.values(), key=lambda j: j.submitted), stages
+
+
+# --------------------------------------------------------------------------- machine
+def machine_info() -> dict[str, str]:
+    import pyspark
+
+    from framework.jars import HUDI_BUNDLE
+
+    def first(path: str, key: str) -> str:
+        try:
+            for line in Path(path).read_text().splitlines():
+                if line.startswith(key):
+                    return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return "?"
+
+    mem_kb = first("/proc/meminfo", "MemTotal").split()[0]
+    try:
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    except (OSError, IndexError):
+        java = "?"
+    return {
+        "cores (nproc)": str(len(os.sched_getaffinity(0))),
+        "RAM": f"{int(mem_kb) / 1024**2:.1f} GiB" if mem_kb.isdigit() else "?",
+        "CPU": first("/proc/cpuinfo", "model name"),
+        "Python": platform.python_version(),
+        "Java": java,
+        "pyspark": pyspark.__version__,
+        "Hudi bundle": HUDI_BUNDLE,
+        "driver memory": os.environ.get("LAKE_DRIVER_MEMORY", "4g") + " (LAKE_DRIVER_MEMORY)",
+    }
+
+
+def jvm_pids() -> list[int]:
+    """java processes descending from this Python process (the local Spark driver JVM)."""
+    children: dict[int, list[int]] = defaultdict(list)
+    comm: dict[int, str] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        rparen = stat.rfind(")")
+        comm[int(d.name)] = stat[stat.find("(") + 1 : rparen]
+        ppid = int(stat[rparen + 2 :].split()[1])
+        children[ppid].append(int(d.name))
+    out, todo = [], [os.getpid()]
+    while todo:
+        p = todo.pop()
+        for c in children.get(p, []):
+            if comm.get(c) == "java":
+                out.append(c)
+            todo.append(c)
+    return out
+
+
+def vm_hwm_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def jvm_peak_rss() -> float | None:
+    vals = [v for v in (vm_hwm_mib(p) for p in jvm_pids()) if v is not None]
+    return max(vals) if vals else None
+
+
+# --------------------------------------------------------------------------- the two jobs
+def ingest(spark: Any, root: Path) -> Any:
+    from framework.config import load_project
+    from framework.ods.ingest import run_ingest
+
+    return run_ingest(spark, load_project(root))
+
+
+def plain_json_to_parquet(spark: Any, cdc: Path, out: Path) -> None:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    image = T.StructType([T.StructField(n, T._parse_datatype_string(t)) for n, t in B_IMAGE_COLUMNS])
+    source = T.StructType([
+        T.StructField("db", T.StringType()), T.StructField("table", T.StringType()),
+        T.StructField("file", T.StringType()), T.StructField("pos", T.LongType()),
+        T.StructField("row", T.IntegerType()), T.StructField("ts_ms", T.LongType()),
+    ])
+    schema = T.StructType([
+        T.StructField("before", image), T.StructField("after", image), T.StructField("source", source),
+        T.StructField("op", T.StringType()), T.StructField("ts_ms", T.LongType()),
+    ])
+    df = spark.read.schema(schema).json(str(cdc))
+    img = F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after"))
+    cols = [
+        (img[n].cast("timestamp") if n in ("created_at", "updated_at") else img[n]).alias(n)
+        for n, _ in B_IMAGE_COLUMNS
+    ]
+    out_df = df.select(
+        F.col("op"), F.col("source.table").alias("table"), F.col("source.pos").alias("pos"),
+        F.col("ts_ms"), *cols,
+    )
+    out_df.write.mode("overwrite").partitionBy("table").parquet(str(out))
+
+
+# --------------------------------------------------------------------------- report
+def fmt_s(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def markdown_section(r: dict[str, Any]) -> str:
+    m = r["machine"]
+    a, b = r["a_seconds"], r["b_seconds"]
+    n = r["events"]
+    lines = [
+        SECTION,
+        "",
+        f"- Date: {r['date']}",
+        "- Machine: " + "; ".join(f"{k} {v}" for k, v in m.items()),
+        f"- Command: `{r['command']}`",
+        f"- Input: {n:,} bare Debezium MySQL envelopes ({r['ops']['c']:,} c / {r['ops']['u']:,} u / {r['ops']['d']:,} d) "
+        f"over {r['tables']} tables, {r['files']} files, {r['bytes'] / 1024**2:,.0f} MiB of JSON lines; "
+        f"generated in {r['gen_seconds']:.1f} s (not measured). Empty warehouse, one micro-batch (`--once`).",
+        f"- Check: live rows in the ODS tables {r['ods_live']:,} = generator's {r['expected_live']:,}; "
+        f"rows incl. soft deletes {r['ods_total']:,} = keys ever inserted {r['expected_total']:,}; dead letters {r['dead_letter']}.",
+        "",
+        "| job | events | seconds | events/s |",
+        "|---|---:|---:|---:|",
+        f"| A: lake `run_ingest` (ODS upsert into Hudi) | {n:,} | {fmt_s(a)} | {n / a:,.0f} |",
+        f"| B: plain Spark `read.json` -> `write.partitionBy(\"table\").parquet` | {n:,} | {fmt_s(b)} | {n / b:,.0f} |",
+        "",
+        f"**Ratio B/A = {r['ratio']:.1f}**: lake is {r['ratio']:.1f}x slower than a plain JSON -> Parquet write, "
+        "which does no upsert, no ordering, no dedupe and no CDC log.",
+        "",
+    ]
+    if r.get("jvm_peak_a") or r.get("jvm_peak_b"):
+        lines.append(
+            f"Peak RSS of the driver JVM (VmHWM): {r['jvm_peak_a'] or 0:,.0f} MiB after A, {r['jvm_peak_b'] or 0:,.0f} MiB after B "
+            f"(warm-up included); the Python generator peaked at {r['py_peak']:,.0f} MiB."
+        )
+        lines.append("")
+    if r.get("note"):
+        lines += [r["note"], ""]
+    lines += ["Where A's time goes (wall seconds per step; steps are the writer's methods, timed in the script):", ""]
+    lines += ["| step | seconds | share of A |", "|---|---:|---:|"]
+    for name, secs in r["steps"]:
+        lines.append(f"| {name} | {secs:,.1f} | {secs / a:.0%} |")
+    lines.append("")
+    if r["top_stages"]:
+        lines += ["Longest Spark stages of A (from the event log):", ""]
+        lines += ["| stage | job description | step | tasks | seconds |", "|---|---|---|---:|---:|"]
+        for s in r["top_stages"]:
+            desc = s["desc"].replace("|", "/")[:70]
+            lines.append(f"| {s['name']} | {desc} | {s['step']} | {s['tasks']} | {s['seconds']:,.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_markdown(path: Path, section: str) -> None:
+    text = path.read_text() if path.exists() else ""
+    if not text.strip():
+        text = HEADER
+    pattern = re.compile(r"^" + re.escape(SECTION) + r"\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: section.rstrip("\n") + "\n\n", text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text.rstrip("\n") + "\n")
+
+
+# --------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--tables", type=int, default=3, choices=[1, 2, 3], help="how many of the 3 tables (orders, customers, products)")
+    ap.add_argument("--files", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--warmup-events", type=int, default=1000)
+    ap.add_argument("--out", type=Path, default=None, help="replace this benchmark's section of this Markdown file")
+    ap.add_argument("--note", default=None, help="a line added to the Markdown section")
+    args = ap.parse_args(argv)
+    n = args.events
+    tables = ALL_TABLES[: args.tables]
+    command = "python benchmarks/ods_ingest.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    t_start = time.perf_counter()
+
+    def say(msg: str) -> None:
+        print(f"[{time.perf_counter() - t_start:7.1f}s] {msg}", flush=True)
+
+    tmp = Path(tempfile.mkdtemp(prefix="lake-bench-"))
+    spark = None
+    try:
+        main_root, tiny_root, event_log = tmp / "bench", tmp / "warmup", tmp / "eventlog"
+        event_log.mkdir()
+        for root, count, seed in ((tiny_root, args.warmup_events, args.seed + 1000), (main_root, n, args.seed)):
+            make_project(root, tables, "bench" if root == main_root else "warmup")
+            gen = Generator(tables, seed)
+            g0 = time.perf_counter()
+            nbytes = gen.write(count, root / "cdc", args.files)
+            gen_seconds = time.perf_counter() - g0
+        # `gen` is now the main project's generator
+        ops, expected = gen.op_counts(), gen.expected()
+        import resource
+
+        py_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        say(f"generated {n:,} events ({ops}) in {args.files} files, {nbytes / 1024**2:,.0f} MiB, in {gen_seconds:.1f} s "
+            f"({n / gen_seconds:,.0f} events/s; not measured)")
+        for name, (live, total) in expected.items():
+            say(f"  expected shop.{name}: {live:,} live rows, {total:,} keys inserted")
+
+        from framework.config import load_project
+        from framework.session import spark_session
+
+        project = load_project(main_root)
+        t0 = time.perf_counter()
+        spark = spark_session(project, {
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": event_log.as_uri(),
+            "spark.eventLog.compress": "false",
+        })
+        say(f"SparkSession up in {time.perf_counter() - t0:.1f} s (master {project.config.spark.master})")
+
+        phases = Phases()
+        instrument(phases)
+
+        t0 = time.perf_counter()
+        with phases.phase("warm-up"):
+            summary = ingest(spark, tiny_root)
+            plain_json_to_parquet(spark, tiny_root / "cdc", tmp / "warmup-parquet")
+        say(f"warm-up ({args.warmup_events} events, ingest + JSON->Parquet) in {time.perf_counter() - t0:.1f} s, "
+            f"status {summary.status}")
+        # Steps of the measured run only.
+        for table in (phases.incl, phases.excl, phases.calls):
+            table.clear()
+        phases.order.clear()
+
+        # ---- A
+        say(f"A: run_ingest over {n:,} events ...")
+        t0 = time.perf_counter()
+        with phases.phase("A: run_ingest"):
+            run = ingest(spark, main_root)
+        a_seconds = time.perf_counter() - t0
+        jvm_peak_a = jvm_peak_rss()
+        say(f"A: {a_seconds:.1f} s, {n / a_seconds:,.0f} events/s, status {run.status}, {len(run.batches)} micro-batch(es)")
+        dead = 0
+        for b in run.batches:
+            dead += b.dead_letter
+            say(f"  batch {b.batch_id}: events {b.events:,}, dead letter {b.dead_letter}, tombstones {b.tombstones}")
+            for tname, tr in b.tables.items():
+                say(f"    {tname}: {tr.status} upserts {tr.upserts:,} deletes {tr.deletes:,} dead {tr.dead_letter}")
+
+        # ---- sanity check
+        t0 = time.perf_counter()
+        with phases.phase("check: count ODS tables"):
+            ods_live = ods_total = 0
+            mismatch = []
+            for name, (live, total) in expected.items():
+                df = spark.read.format("hudi").load(str(main_root / "warehouse" / "ods" / name))
+                got_total = df.count()
+                got_live = df.where("NOT _deleted").count()
+                ods_live += got_live
+                ods_total += got_total
+                flag = "" if (got_live, got_total) == (live, total) else "   <-- MISMATCH"
+                say(f"  ods.{name}: live {got_live:,} (expected {live:,}), incl. soft deletes {got_total:,} (expected {total:,}){flag}")
+                if flag:
+                    mismatch.append(name)
+        say(f"check took {time.perf_counter() - t0:.1f} s (not measured)")
+        if mismatch or dead:
+            raise SystemExit(f"FAILED sanity check: tables {mismatch or 'ok'}, dead letters {dead}")
+        spark.catalog.clearCache()
+
+        # ---- B
+        say(f"B: plain read.json -> partitionBy(table).parquet over {n:,} events ...")
+        out_dir = tmp / "plain-parquet"
+        t0 = time.perf_counter()
+        with phases.phase("B: json->parquet"):
+            plain_json_to_parquet(spark, main_root / "cdc", out_dir)
+        b_seconds = time.perf_counter() - t0
+        jvm_peak_b = jvm_peak_rss()
+        written = spark.read.parquet(str(out_dir)).count()
+        say(f"B: {b_seconds:.1f} s, {n / b_seconds:,.0f} events/s ({written:,} rows written)")
+        if written != n:
+            raise SystemExit(f"FAILED: B wrote {written} rows, expected {n}")
+
+        info = machine_info()
+        spark.stop()
+        spark = None
+
+        # ---- where A's time went
+        a_name = "A: run_ingest"
+        not_steps = {a_name, "check: count ODS tables", "B: json->parquet"}
+        steps = [(name, phases.excl[name]) for name in phases.order if name not in not_steps]
+        steps.append(("streaming query: start, file listing, offsets/commit log (rest of run_ingest)", phases.excl[a_name]))
+        steps.sort(key=lambda p: -p[1])
+        jobs, stages = read_event_log(event_log)
+        job_by_id = {j.job_id: j for j in jobs}
+        a_iv = [iv for iv in phases.intervals if iv[3] == a_name][-1]
+        a_stages = [s for s in stages if a_iv[0] * 1000 <= s.submitted <= a_iv[1] * 1000]
+        top: list[dict[str, Any]] = []
+        for s in sorted(a_stages, key=lambda s: s.submitted - s.completed)[:10]:
+            j = job_by_id.get(s.job)
+            top.append({
+                "name": s.name, "desc": (j.description if j else ""), "tasks": s.tasks,
+                "seconds": (s.completed - s.submitted) / 1000, "step": phases.step_of(s.submitted / 1000),
+            })
+        job_secs: dict[str, float] = defaultdict(float)
+        for j in jobs:
+            if a_iv[0] * 1000 <= j.submitted <= a_iv[1] * 1000 and j.completed:
+                job_secs[phases.step_of(j.submitted / 1000)] += (j.completed - j.submitted) / 1000
+        print()
+        print(f"{'job':<52} {'events':>10} {'seconds':>9} {'events/s':>10}")
+        print(f"{'A: lake run_ingest (ODS upsert into Hudi)':<52} {n:>10,} {a_seconds:>9.1f} {n / a_seconds:>10,.0f}")
+        print(f"{'B: plain read.json -> partitionBy parquet':<52} {n:>10,} {b_seconds:>9.1f} {n / b_seconds:>10,.0f}")
+        ratio = a_seconds / b_seconds
+        print(f"\nB/A = {ratio:.1f}: lake is {ratio:.1f}x slower than a plain JSON->Parquet write, which does no upsert,"
+              " no ordering, no dedupe and no CDC log.")
+        if jvm_peak_a:
+            print(f"peak RSS of the driver JVM (VmHWM): {jvm_peak_a:,.0f} MiB after A, {jvm_peak_b or 0:,.0f} MiB after B; "
+                  f"Python generator {py_peak:,.0f} MiB")
+        print("\nA by step (wall s, exclusive of nested steps; Spark job time submitted from the step):")
+        for name, secs in steps:
+            print(f"  {secs:8.1f}  {secs / a_seconds:5.0%}  jobs {job_secs.get(name, 0.0):8.1f}  {name}")
+        print("\nlongest Spark stages of A:")
+        for row in top:
+            print(f"  {row['seconds']:8.1f}s  tasks {row['tasks']:4d}  {row['name']}  [{row['desc'][:80]}]  <- {row['step']}")
+
+        result = {
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": info, "command": command,
+            "events": n, "tables": len(tables), "files": args.files, "bytes": nbytes, "ops": ops,
+            "gen_seconds": gen_seconds, "a_seconds": a_seconds, "b_seconds": b_seconds, "ratio": ratio,
+            "ods_live": ods_live, "ods_total": ods_total, "dead_letter": dead,
+            "expected_live": sum(v[0] for v in expected.values()), "expected_total": sum(v[1] for v in expected.values()),
+            "jvm_peak_a": jvm_peak_a, "jvm_peak_b": jvm_peak_b, "py_peak": py_peak,
+            "steps": steps, "top_stages": top, "note": args.note,
+        }
+        if args.out:
+            write_markdown(args.out, markdown_section(result))
+            say(f"wrote the section to {args.out}")
+        say("done")
+        return 0
+    finally:
+        if spark is not None:
+            spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""DWD/DWS models: loading, dependency graph, strategy inference, incremental engine."""

@@ -1,0 +1,105 @@
+"""The dependency graph (networkx) and dbt-style selectors.
+
+Nodes are ODS tables and models; an edge u → m means model m reads u.
+Selectors: `dws.user_agg`, `+dws.user_agg` (with ancestors), `dwd.order_detail+` (with
+descendants), `layer:dws`, `tag:finance`; several selectors are a union; `--exclude` removes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+
+import networkx as nx
+
+from framework.config import Project
+from framework.errors import ConfigError, ConfigIssue, LakeError
+from framework.transform.loader import Model
+
+
+def build_graph(project: Project, models: dict[str, Model]) -> nx.DiGraph:
+    g: nx.DiGraph = nx.DiGraph()
+    for t in project.ods_tables:
+        g.add_node(t.qualified_name, kind="ods", layer="ods")
+    for m in models.values():
+        g.add_node(m.name, kind=m.kind, layer=m.layer, tags=tuple(m.config.tags), path=m.rel)
+    for m in models.values():
+        for u in m.upstreams:
+            g.add_edge(u, m.name)
+    try:
+        cycle = nx.find_cycle(g)
+    except nx.NetworkXNoCycle:
+        return g
+    names = [a for a, _ in cycle] + [cycle[0][0]]
+    files = [models[n].rel for n in names[:-1] if n in models]
+    raise ConfigError([ConfigIssue(files[0] if files else "layers/", None, "dependencies",
+                                   f"cycle: {' → '.join(names)} (files: {', '.join(files)})",
+                                   "remove one of these reads so the models form a DAG")])
+
+
+def select(g: nx.DiGraph, models: dict[str, Model], selectors: tuple[str, ...] | list[str], exclude: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """Models matched by the selectors, in dependency order (ODS nodes are never built)."""
+    chosen = _match_all(g, models, selectors) if selectors else set(models)
+    chosen -= _match_all(g, models, exclude)
+    order = [n for n in nx.lexicographical_topological_sort(g) if n in chosen and n in models]
+    return order
+
+
+def _match_all(g: nx.DiGraph, models: dict[str, Model], selectors: tuple[str, ...] | list[str]) -> set[str]:
+    out: set[str] = set()
+    for s in selectors:
+        for part in s.split(","):
+            if part.strip():
+                out |= _match(g, models, part.strip())
+    return out
+
+
+def _match(g: nx.DiGraph, models: dict[str, Model], sel: str) -> set[str]:
+    if sel.startswith("layer:"):
+        layer = sel.split(":", 1)[1]
+        return {m.name for m in models.values() if m.layer == layer}
+    if sel.startswith("tag:"):
+        tag = sel.split(":", 1)[1]
+        return {m.name for m in models.values() if tag in m.config.tags}
+    up, down = sel.startswith("+"), sel.endswith("+")
+    name = sel.strip("+").lower()
+    if name not in g:
+        hint = difflib.get_close_matches(name, sorted(models), n=1)
+        raise LakeError(f"no model named {name}", fix=f"did you mean {hint[0]}?" if hint else "list models with `lake dag`")
+    out = {name}
+    if up:
+        out |= nx.ancestors(g, name)
+    if down:
+        out |= nx.descendants(g, name)
+    return {n for n in out if n in models}
+
+
+def render(g: nx.DiGraph, fmt: str, only: set[str] | None = None) -> str:
+    nodes = [n for n in nx.lexicographical_topological_sort(g) if only is None or n in only]
+    if fmt == "json":
+        return json.dumps({"nodes": [{"name": n, **{k: v for k, v in g.nodes[n].items()}} for n in nodes],
+                           "edges": [[a, b] for a, b in g.edges if a in nodes and b in nodes]}, indent=2, default=list)
+    if fmt == "dot":
+        lines = ["digraph lake {", "  rankdir=LR;"]
+        for n in nodes:
+            shape = "cylinder" if g.nodes[n]["kind"] == "ods" else "box"
+            lines.append(f'  "{n}" [shape={shape}];')
+        lines += [f'  "{a}" -> "{b}";' for a, b in g.edges if a in nodes and b in nodes]
+        return "\n".join(lines + ["}"])
+    if fmt == "mermaid":
+        ids = {n: n.replace(".", "_") for n in nodes}
+        lines = ["graph LR"]
+        for n in nodes:
+            lines.append(f"  {ids[n]}[({n})]" if g.nodes[n]["kind"] == "ods" else f"  {ids[n]}[{n}]")
+        lines += [f"  {ids[a]} --> {ids[b]}" for a, b in g.edges if a in nodes and b in nodes]
+        return "\n".join(lines)
+    # tree: each model with its upstreams, indented
+    lines = []
+    for n in nodes:
+        if g.nodes[n]["kind"] == "ods":
+            continue
+        lines.append(f"{n}  [{g.nodes[n]['kind']}]")
+        preds = sorted(g.predecessors(n))
+        for i, p in enumerate(preds):
+            lines.append(f"  {'└──' if i == len(preds) - 1 else '├──'} {p}")
+    return "\n".join(lines)

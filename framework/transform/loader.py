@@ -1,0 +1,122 @@
+"""Discover and parse the models under `layers/dwd/` and `layers/dws/`.
+
+A model is `<layer>/<stem>.sql` (one Spark SQL SELECT naming its upstream tables directly) or
+`<layer>/<stem>.py` (one function taking a context and returning a DataFrame), with an optional
+sidecar `<stem>.yaml`. Its name is `<layer>.<stem>`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import sqlglot
+from sqlglot import exp
+
+from framework.config import Project, load_model
+from framework.errors import ConfigError, ConfigIssue
+from models.config import ModelConfig
+
+MODEL_LAYERS = ("dwd", "dws")
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    layer: str
+    stem: str
+    kind: Literal["sql", "python"]
+    path: Path
+    config: ModelConfig
+    sql: str | None
+    upstreams: tuple[str, ...]
+    fingerprint: str
+    config_path: Path | None = None
+
+    @property
+    def rel(self) -> str:
+        return f"layers/{self.layer}/{self.path.name}"
+
+
+def sql_tables(sql: str) -> list[str]:
+    """Qualified upstream tables a SELECT reads (CTE names excluded), in order of appearance."""
+    tree = sqlglot.parse_one(sql, read="spark")
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    out: list[str] = []
+    for t in tree.find_all(exp.Table):
+        if not t.db and t.name.lower() in ctes:
+            continue
+        name = f"{t.db}.{t.name}".lower() if t.db else t.name.lower()
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def fingerprint(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def load_models(project: Project) -> dict[str, Model]:
+    """All models of the project, validated; one ConfigError lists every problem."""
+    issues: list[ConfigIssue] = []
+    found: dict[str, Model] = {}
+    for layer in MODEL_LAYERS:
+        d = project.root / "layers" / layer
+        if not d.is_dir():
+            continue
+        stems: dict[str, list[Path]] = {}
+        for p in sorted(d.iterdir()):
+            if p.suffix in (".sql", ".py") and not p.name.startswith(("_", ".")):
+                stems.setdefault(p.stem, []).append(p)
+        for stem, paths in stems.items():
+            rel = f"layers/{layer}/"
+            if len(paths) > 1:
+                issues.append(ConfigIssue(rel + paths[0].name, None, "(file)", f"both {', '.join(p.name for p in paths)} define {layer}.{stem}", "keep one of them"))
+                continue
+            path = paths[0]
+            cfg_path = path.with_suffix(".yaml")
+            cfg: ModelConfig | None = ModelConfig()
+            if cfg_path.exists():
+                cfg, errs = load_model(cfg_path, ModelConfig, rel + cfg_path.name)
+                issues += errs
+            if cfg is None:
+                continue
+            text = path.read_text(encoding="utf-8")
+            cfg_text = json.dumps(cfg.model_dump(mode="json"), sort_keys=True)
+            if path.suffix == ".sql":
+                try:
+                    ups = sql_tables(text)
+                except sqlglot.errors.ParseError as e:
+                    err = e.errors[0] if e.errors else {}
+                    issues.append(ConfigIssue(rel + path.name, err.get("line"), "(sql)", f"not valid Spark SQL: {err.get('description', str(e))}", "fix the SELECT (lake parses it with sqlglot's Spark dialect)"))
+                    continue
+                unqualified = [u for u in ups if "." not in u]
+                if unqualified:
+                    issues.append(ConfigIssue(rel + path.name, None, "(sql)", f"table {unqualified[0]!r} has no layer", f"name it with its layer, e.g. ods.{unqualified[0]}"))
+                    continue
+                model = Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fingerprint(text, cfg_text), cfg_path if cfg_path.exists() else None)
+            else:
+                if not cfg.depends_on:
+                    issues.append(ConfigIssue(rel + cfg_path.name, None, "depends_on", f"the Python model {layer}.{stem} declares no upstream tables", f"add `depends_on: [ods.some_table]` to {rel}{cfg_path.name}"))
+                    continue
+                model = Model(f"{layer}.{stem}", layer, stem, "python", path, cfg, None, tuple(u.lower() for u in cfg.depends_on), fingerprint(text, cfg_text), cfg_path if cfg_path.exists() else None)
+            found[model.name] = model
+    known = {t.qualified_name for t in project.ods_tables} | set(found)
+    for m in found.values():
+        for u in m.upstreams:
+            if u not in known:
+                hint = difflib.get_close_matches(u, sorted(known), n=1)
+                issues.append(ConfigIssue(m.rel, None, "upstream", f"unknown table {u}", f"did you mean {hint[0]}?" if hint else f"known tables: {', '.join(sorted(known))}"))
+            if u == m.name:
+                issues.append(ConfigIssue(m.rel, None, "upstream", f"{m.name} reads itself", "a model cannot read its own output"))
+    if issues:
+        raise ConfigError(issues)
+    return found
