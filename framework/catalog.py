@@ -11,6 +11,8 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from framework.hudi import HOODIE_META_COLUMNS
+
+HIDDEN = ("_deleted", "_hoodie_is_deleted")
 from framework.paths import Layout
 
 
@@ -19,19 +21,25 @@ def _q(name: str) -> str:
 
 
 def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
-    """Create `ods_raw.<t>` (Hudi table) and `ods.<t>` (live rows) for every ODS table found."""
+    """Create `<layer>_raw.<t>` (the Hudi table) and `<layer>.<t>` (live rows, visible columns)
+    for every table found under ods/, dwd/ and dws/."""
     names = []
-    spark.sql("CREATE DATABASE IF NOT EXISTS ods")
-    spark.sql("CREATE DATABASE IF NOT EXISTS ods_raw")
-    for path in layout.layer_tables("ods"):
-        name = path.name
-        spark.sql(f"DROP VIEW IF EXISTS ods.{_q(name)}")
-        spark.sql(f"DROP TABLE IF EXISTS ods_raw.{_q(name)}")
-        spark.sql(f"CREATE TABLE ods_raw.{_q(name)} USING hudi LOCATION '{path}'")
-        cols = [f.name for f in spark.table(f"ods_raw.{_q(name)}").schema.fields if f.name not in HOODIE_META_COLUMNS and f.name != "_deleted"]
-        select = ", ".join(_q(c) for c in cols)
-        spark.sql(f"CREATE VIEW ods.{_q(name)} AS SELECT {select} FROM ods_raw.{_q(name)} WHERE NOT _deleted")
-        names.append(f"ods.{name}")
+    for layer in ("ods", "dwd", "dws"):
+        tables = layout.layer_tables(layer)
+        if not tables and layer != "ods":
+            continue
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer}")
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer}_raw")
+        for path in tables:
+            name = path.name
+            spark.sql(f"DROP VIEW IF EXISTS {layer}.{_q(name)}")
+            spark.sql(f"DROP TABLE IF EXISTS {layer}_raw.{_q(name)}")
+            spark.sql(f"CREATE TABLE {layer}_raw.{_q(name)} USING hudi LOCATION '{path}'")
+            fields = spark.table(f"{layer}_raw.{_q(name)}").schema.fields
+            cols = [f.name for f in fields if f.name not in HOODIE_META_COLUMNS and f.name not in HIDDEN and not f.name.startswith("_lake_")]
+            select = ", ".join(_q(c) for c in cols)
+            spark.sql(f"CREATE VIEW {layer}.{_q(name)} AS SELECT {select} FROM {layer}_raw.{_q(name)} WHERE NOT _deleted")
+            names.append(f"{layer}.{name}")
     if (layout.dead_letter / ".hoodie").exists():
         spark.sql("CREATE DATABASE IF NOT EXISTS _lake")
         spark.sql("DROP TABLE IF EXISTS _lake.dead_letter")

@@ -4,6 +4,7 @@ then calls one function of the engine."""
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import traceback
 from collections.abc import Callable
@@ -191,6 +192,71 @@ def demo(obj: Ctx, events: int, seed: int, fresh: bool) -> None:
     from framework.demo import run_demo
 
     run_demo(obj.project(), obj.console, events=events, seed=seed, fresh=fresh)
+
+
+@main.command()
+@click.argument("selectors", nargs=-1)
+@click.option("--incremental", is_flag=True, help="Build each model incrementally where its checkpoint allows.")
+@click.option("--exclude", multiple=True, help="Selectors to leave out.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.pass_obj
+@handle_errors
+def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool) -> None:
+    """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance."""
+    from framework import report
+    from framework.session import spark_session
+    from framework.transform.runner import build as run_build
+    from framework.transform.runner import load
+
+    project = obj.project()
+    load(project)  # config and model errors before Spark starts
+    spark = spark_session(project)
+    show = None if (obj.quiet or as_json) else report.model_printer(obj.console)
+    results = run_build(spark, project, list(selectors), list(exclude), incremental, on_result=show)
+    if as_json:
+        click.echo(json.dumps([r.model_dump() for r in results], indent=2))
+    else:
+        report.print_build_summary(obj.console, results)
+    if any(r.mode in ("failed", "skipped") for r in results):
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("selectors", nargs=-1)
+@click.option("--incremental", is_flag=True)
+@click.option("--exclude", multiple=True)
+@click.pass_obj
+@handle_errors
+def plan(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...]) -> None:
+    """Show per model the strategy, the reason and the pending upstream changes; writes nothing."""
+    from framework import report
+    from framework.session import spark_session
+    from framework.transform.runner import load
+    from framework.transform.runner import plan as make_plan
+
+    project = obj.project()
+    load(project)
+    spark = spark_session(project)
+    report.print_plan(obj.console, make_plan(spark, project, list(selectors), list(exclude), incremental))
+
+
+@main.command()
+@click.argument("selectors", nargs=-1)
+@click.option("--format", "fmt", type=click.Choice(["tree", "dot", "mermaid", "json"]), default="tree", show_default=True)
+@click.pass_obj
+@handle_errors
+def dag(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
+    """Print the model graph (no Spark)."""
+    from framework.transform.dag import render, select
+    from framework.transform.runner import load
+
+    project = obj.project()
+    models, g = load(project)
+    only = None
+    if selectors:
+        chosen = set(select(g, models, list(selectors)))
+        only = chosen | {u for n in chosen for u in g.predecessors(n)}
+    click.echo(render(g, fmt, only))
 
 
 if __name__ == "__main__":

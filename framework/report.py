@@ -99,3 +99,31 @@ def print_rows(console: Console, df: DataFrame, fmt: str, limit: int) -> None:
         t.add_row(*["NULL" if v is None else str(json_value(v)) for v in r])
     console.print(t)
     console.print(f"{min(len(rows), limit)} row(s)" + (" (truncated; use --limit)" if len(rows) > limit else ""))
+
+
+def model_printer(console: Console) -> Callable[[Any], None]:
+    def show(r: Any) -> None:
+        colour = {"failed": "red", "skipped": "yellow", "noop": "dim"}.get(r.mode, "green")
+        console.print(f"[{colour}]{r.model}[/]: {r.mode} ({r.strategy}) {r.rows_written} written, {r.rows_deleted} deleted in {r.seconds:.1f}s — {r.reason}", highlight=False)
+
+    return show
+
+
+def print_build_summary(console: Console, results: list[Any]) -> None:
+    t = Table(title=f"build: {len(results)} model(s)", title_justify="left")
+    for col in ("model", "mode", "strategy", "written", "deleted", "seconds", "why"):
+        t.add_column(col, justify="right" if col in ("written", "deleted", "seconds") else "left")
+    for r in results:
+        t.add_row(r.model, r.mode, r.strategy, str(r.rows_written), str(r.rows_deleted), f"{r.seconds:.1f}", r.reason)
+    console.print(t)
+
+
+def print_plan(console: Console, plans: list[Any]) -> None:
+    t = Table(title="plan (nothing is written)", title_justify="left")
+    for col in ("model", "mode", "strategy", "why", "pending upstream commits", "changed rows"):
+        t.add_column(col)
+    for p, changed in plans:
+        pending = ", ".join(f"{u}: {n}" for u, n in p.pending.items()) or "-"
+        rows = ", ".join(f"{u}: {n}" for u, n in changed.items()) or "-"
+        t.add_row(p.model.name, p.mode, p.analysis.strategy, p.reason, pending, rows)
+    console.print(t)

@@ -33,7 +33,7 @@ logger.jetty.level = error
 """
 
 # Hudi needs Kryo; JOL's attach can hang in sandboxes (HUDI_NOTES §1.4).
-JVM_OPTIONS = "-Djol.skipHotspotSAAttach=true -Djol.magicFieldOffset=true -Djdk.attach.allowAttachSelf=true"
+JVM_OPTIONS = "-Djol.skipHotspotSAAttach=true -Djol.magicFieldOffset=true"
 
 
 def base_conf(master: str, warehouse: Path, log_dir: Path) -> dict[str, str]:
@@ -63,6 +63,9 @@ def base_conf(master: str, warehouse: Path, log_dir: Path) -> dict[str, str]:
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.driver.memory": os.environ.get("LAKE_DRIVER_MEMORY", "4g"),
         "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+        # Hudi scans of one table at two instants in one plan break Spark's exchange-reuse
+        # canonicalization (ColumnarToRowExec "assertion failed"); rescans need both.
+        "spark.sql.exchange.reuse": "false",
     }
 
 

@@ -71,7 +71,17 @@ def safe_unbase64(text: Column) -> Column:
 
 def decimal_from_base64(text: Column, precision: int, scale: int) -> Column:
     """Kafka Connect Decimal: base64 of the big-endian two's-complement unscaled value."""
-    hexs = F.upper(F.hex(safe_unbase64(text)))
+    return decimal_from_hex(F.upper(F.hex(safe_unbase64(text))), precision, scale)
+
+
+def decimal_from_byte_array(arr: Column, precision: int, scale: int) -> Column:
+    """Avro decimal as Hudi's CDC JSON writes it: an array of signed bytes."""
+    hexs = F.concat_ws("", F.transform(arr, lambda b: F.lpad(F.hex(F.when(b < 0, b + 256).otherwise(b)), 2, "0")))
+    return F.when(arr.isNotNull(), decimal_from_hex(F.upper(hexs), precision, scale))
+
+
+def decimal_from_hex(hexs: Column, precision: int, scale: int) -> Column:
+    """Decimal from the hex text of a big-endian two's-complement unscaled value (≤ 16 bytes)."""
     negative = F.substring(hexs, 1, 1).isin("8", "9", "A", "B", "C", "D", "E", "F")
     inverted = F.translate(hexs, "0123456789ABCDEF", "FEDCBA9876543210")
     pos_val = _unsigned_from_hex32(F.lpad(hexs, 32, "0"))
@@ -90,7 +100,7 @@ def decimal_from_base64(text: Column, precision: int, scale: int) -> Column:
             F.lit("."),
             F.substring(digits, -scale, scale),
         )
-    return F.when(text.isNull() | (F.length(text) == 0) | hexs.isNull(), F.lit(None)).otherwise(
+    return F.when(hexs.isNull() | (F.length(hexs) == 0), F.lit(None)).otherwise(
         as_text.cast(f"decimal({precision},{scale})")
     )
 

@@ -1,0 +1,72 @@
+"""`lake build` / `lake plan`: plan and build selected models in dependency order.
+
+A failing model does not stop its siblings: its descendants are skipped with the reason and
+the run exits non-zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import networkx as nx
+from pyspark.sql import SparkSession
+
+from framework.config import Project
+from framework.errors import LakeError
+from framework.transform.dag import build_graph, select
+from framework.transform.engine import Builder, ModelResult, Plan
+from framework.transform.loader import Model, load_models
+
+
+def load(project: Project) -> tuple[dict[str, Model], nx.DiGraph]:
+    models = load_models(project)
+    return models, build_graph(project, models)
+
+
+def build(
+    spark: SparkSession,
+    project: Project,
+    selectors: list[str],
+    exclude: list[str],
+    incremental: bool,
+    on_start: Callable[[str], None] | None = None,
+    on_result: Callable[[ModelResult], None] | None = None,
+) -> list[ModelResult]:
+    models, g = load(project)
+    order = select(g, models, selectors, exclude)
+    builder = Builder(spark, project, models)
+    results: list[ModelResult] = []
+    blocked: dict[str, str] = {}
+    for name in order:
+        if on_start:
+            on_start(name)
+        m = models[name]
+        bad = [u for u in m.upstreams if u in blocked]
+        if bad:
+            r = ModelResult(model=name, strategy="-", mode="skipped", reason=f"upstream {bad[0]} failed")
+            blocked[name] = r.reason
+        else:
+            try:
+                r = builder.run(builder.plan(m, incremental))
+            except LakeError as e:
+                r = ModelResult(model=name, strategy="-", mode="failed", reason=e.message, error=str(e))
+                blocked[name] = str(e)
+            except Exception as e:  # noqa: BLE001 - report per model, keep building other branches
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                r = ModelResult(model=name, strategy="-", mode="failed", reason=f"{type(e).__name__}: {first[:300]}", error=str(e))
+                blocked[name] = r.reason
+        results.append(r)
+        if on_result:
+            on_result(r)
+    return results
+
+
+def plan(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], incremental: bool) -> list[tuple[Plan, dict[str, int]]]:
+    models, g = load(project)
+    order = select(g, models, selectors, exclude)
+    builder = Builder(spark, project, models)
+    out = []
+    for name in order:
+        p = builder.plan(models[name], incremental)
+        out.append((p, builder.changed_rows(p) if p.mode == "incremental" else {}))
+    return out
