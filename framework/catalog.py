@@ -11,9 +11,9 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from framework.hudi import HOODIE_META_COLUMNS
+from framework.paths import Layout
 
 HIDDEN = ("_deleted", "_hoodie_is_deleted")
-from framework.paths import Layout
 
 
 def _q(name: str) -> str:

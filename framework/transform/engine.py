@@ -427,7 +427,7 @@ def rewrite_tables(sql: str, names: dict[str, str]) -> str:
     """Point `ods.user`-style references at temp views, keeping how the SQL refers to them."""
     tree = sqlglot.parse_one(sql, read="spark")
 
-    def swap(node: exp.Expression) -> exp.Expression:
+    def swap(node: Any) -> Any:
         if isinstance(node, exp.Table) and node.db:
             full = f"{node.db}.{node.name}".lower()
             if full in names:
@@ -435,4 +435,5 @@ def rewrite_tables(sql: str, names: dict[str, str]) -> str:
                 return exp.alias_(exp.to_table(names[full]), alias, table=True)
         return node
 
-    return tree.transform(swap).sql(dialect="spark")
+    out: Any = tree.transform(swap)
+    return str(out.sql(dialect="spark"))

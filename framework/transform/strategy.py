@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -57,7 +58,7 @@ class Analysis:
     key_map: dict[str, str] = field(default_factory=dict)  # rowwise: upstream key col -> output col
 
 
-def _agg_kind(node: exp.Expression) -> str:
+def _agg_kind(node: Any) -> str:
     if isinstance(node, exp.Count):
         arg = node.this
         if arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not arg.is_string):
@@ -83,7 +84,7 @@ def _visible_expr(a: Aggregate) -> str:
 
 def analyze(sql: str, upstream_key: Callable[[str], tuple[str, ...] | None], declared_key: list[str] | None = None, override: str | None = None) -> Analysis:
     """Infer the strategy of a SQL model; `upstream_key` gives the key of an upstream table."""
-    tree = sqlglot.parse_one(sql, read="spark")
+    tree: Any = sqlglot.parse_one(sql, read="spark")
     ups = tuple(dict.fromkeys(f"{t.db}.{t.name}".lower() for t in tree.find_all(exp.Table) if t.db))
     a = _infer(tree, ups, upstream_key, declared_key)
     if override is None or override == a.strategy:
