@@ -413,10 +413,9 @@ def machine_info() -> dict[str, str]:
     }
 
 
-def jvm_pids() -> list[int]:
-    """java processes descending from this Python process (the local Spark driver JVM)."""
-    children: dict[int, list[int]] = defaultdict(list)
-    comm: dict[int, str] = {}
+def _proc_table() -> dict[int, tuple[int, str, int]]:
+    """pid -> (ppid, comm, utime + stime in clock ticks) of every process."""
+    out = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -425,17 +424,50 @@ def jvm_pids() -> list[int]:
         except OSError:
             continue
         rparen = stat.rfind(")")
-        comm[int(d.name)] = stat[stat.find("(") + 1 : rparen]
-        ppid = int(stat[rparen + 2 :].split()[1])
-        children[ppid].append(int(d.name))
+        rest = stat[rparen + 2 :].split()
+        out[int(d.name)] = (int(rest[1]), stat[stat.find("(") + 1 : rparen], int(rest[11]) + int(rest[12]))
+    return out
+
+
+def descendants(table: dict[int, tuple[int, str, int]]) -> list[int]:
+    """This process and all its descendants (the Spark driver JVM among them)."""
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, (ppid, _, _) in table.items():
+        children[ppid].append(pid)
     out, todo = [], [os.getpid()]
     while todo:
         p = todo.pop()
-        for c in children.get(p, []):
-            if comm.get(c) == "java":
-                out.append(c)
-            todo.append(c)
+        out.append(p)
+        todo.extend(children.get(p, []))
     return out
+
+
+def jvm_pids() -> list[int]:
+    table = _proc_table()
+    return [p for p in descendants(table) if table[p][1] == "java"]
+
+
+@dataclass
+class CpuMark:
+    at: float
+    busy: int  # whole machine, clock ticks
+    ours: int  # this process tree, clock ticks
+
+    @staticmethod
+    def now() -> CpuMark:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+        table = _proc_table()
+        ours = sum(table[p][2] for p in descendants(table) if p in table)
+        return CpuMark(time.perf_counter(), user + nice + system + irq + softirq + steal, ours)
+
+    def cores_since(self, start: CpuMark) -> tuple[float, float]:
+        """Average cores used by this process tree and by everything else between two marks."""
+        hz = os.sysconf("SC_CLK_TCK")
+        dt = max(self.at - start.at, 1e-9)
+        ours = (self.ours - start.ours) / hz / dt
+        others = max(0.0, (self.busy - start.busy) / hz / dt - ours)
+        return ours, others
 
 
 def vm_hwm_mib(pid: int) -> float | None:
@@ -509,13 +541,17 @@ def markdown_section(r: dict[str, Any]) -> str:
         f"- Check: live rows in the ODS tables {r['ods_live']:,} = generator's {r['expected_live']:,}; "
         f"rows incl. soft deletes {r['ods_total']:,} = keys ever inserted {r['expected_total']:,}; dead letters {r['dead_letter']}.",
         "",
-        "| job | events | seconds | events/s |",
-        "|---|---:|---:|---:|",
-        f"| A: lake `run_ingest` (ODS upsert into Hudi) | {n:,} | {fmt_s(a)} | {n / a:,.0f} |",
-        f"| B: plain Spark `read.json` -> `write.partitionBy(\"table\").parquet` | {n:,} | {fmt_s(b)} | {n / b:,.0f} |",
+        "| job | events | seconds | events/s | cores used | CPU seconds | cores used by other processes |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| A: lake `run_ingest` (ODS upsert into Hudi) | {n:,} | {fmt_s(a)} | {n / a:,.0f} | {r['a_cpu'][0]:.2f} | {r['a_cpu'][0] * a:,.0f} | {r['a_cpu'][1]:.2f} |",
+        f"| B: plain Spark `read.json` -> `write.partitionBy(\"table\").parquet` | {n:,} | {fmt_s(b)} | {n / b:,.0f} | {r['b_cpu'][0]:.2f} | {r['b_cpu'][0] * b:,.0f} | {r['b_cpu'][1]:.2f} |",
+        "",
+        "Cores are averages over the job from /proc (this process tree vs the rest of the machine); "
+        "more than ~0.2 cores used by other processes means the job shared the CPUs with someone else's work.",
         "",
         f"**Ratio B/A (events/s of B over events/s of A) = {r['ratio']:.1f}**: lake is {r['ratio']:.1f}x slower than a plain JSON -> Parquet write, "
-        "which does no upsert, no ordering, no dedupe and no CDC log.",
+        "which does no upsert, no ordering, no dedupe and no CDC log. "
+        f"In CPU seconds (less sensitive to other jobs than wall time) the ratio is {r['a_cpu'][0] * a / max(r['b_cpu'][0] * b, 1e-9):.1f}.",
         "",
     ]
     if r.get("jvm_peak_a") or r.get("jvm_peak_b"):
@@ -621,10 +657,12 @@ def main(argv: list[str] | None = None) -> int:
 
         # ---- A
         say(f"A: run_ingest over {n:,} events ...")
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), CpuMark.now()
         with phases.phase("A: run_ingest"):
             run = ingest(spark, main_root)
         a_seconds = time.perf_counter() - t0
+        a_cpu = CpuMark.now().cores_since(cpu0)
+        say(f"A used {a_cpu[0]:.2f} cores on average; other processes on the machine used {a_cpu[1]:.2f}")
         jvm_peak_a = jvm_peak_rss()
         say(f"A: {a_seconds:.1f} s, {n / a_seconds:,.0f} events/s, status {run.status}, {len(run.batches)} micro-batch(es)")
         dead = 0
@@ -657,10 +695,12 @@ def main(argv: list[str] | None = None) -> int:
         # ---- B
         say(f"B: plain read.json -> partitionBy(table).parquet over {n:,} events ...")
         out_dir = tmp / "plain-parquet"
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), CpuMark.now()
         with phases.phase("B: json->parquet"):
             plain_json_to_parquet(spark, main_root / "cdc", out_dir)
         b_seconds = time.perf_counter() - t0
+        b_cpu = CpuMark.now().cores_since(cpu0)
+        say(f"B used {b_cpu[0]:.2f} cores on average; other processes on the machine used {b_cpu[1]:.2f}")
         jvm_peak_b = jvm_peak_rss()
         written = spark.read.parquet(str(out_dir)).count()
         say(f"B: {b_seconds:.1f} s, {n / b_seconds:,.0f} events/s ({written:,} rows written)")
@@ -699,6 +739,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'A: lake run_ingest (ODS upsert into Hudi)':<52} {n:>10,} {a_seconds:>9.1f} {n / a_seconds:>10,.0f}")
         print(f"{'B: plain read.json -> partitionBy parquet':<52} {n:>10,} {b_seconds:>9.1f} {n / b_seconds:>10,.0f}")
         ratio = a_seconds / b_seconds
+        print(f"CPU seconds: A {a_cpu[0] * a_seconds:,.0f} ({a_cpu[0]:.2f} cores, others {a_cpu[1]:.2f}), "
+              f"B {b_cpu[0] * b_seconds:,.0f} ({b_cpu[0]:.2f} cores, others {b_cpu[1]:.2f})")
         print(f"\nB/A = {ratio:.1f}: lake is {ratio:.1f}x slower than a plain JSON->Parquet write, which does no upsert,"
               " no ordering, no dedupe and no CDC log.")
         if jvm_peak_a:
@@ -719,7 +761,7 @@ def main(argv: list[str] | None = None) -> int:
             "ods_live": ods_live, "ods_total": ods_total, "dead_letter": dead,
             "expected_live": sum(v[0] for v in expected.values()), "expected_total": sum(v[1] for v in expected.values()),
             "jvm_peak_a": jvm_peak_a, "jvm_peak_b": jvm_peak_b, "py_peak": py_peak,
-            "steps": steps, "top_stages": top, "note": args.note,
+            "steps": steps, "top_stages": top, "note": args.note, "a_cpu": a_cpu, "b_cpu": b_cpu,
         }
         if args.out:
             write_markdown(args.out, markdown_section(result))

@@ -24,6 +24,7 @@ from sqlglot import exp
 from framework import hudi
 from framework.config import Project
 from framework.errors import LakeError
+from framework.faults import failpoint
 from framework.paths import Layout
 from framework.transform.loader import Model
 from framework.transform.reader import TableReader, visible_columns
@@ -375,7 +376,9 @@ class Builder:
             if not exists:
                 opts["hoodie.datasource.write.operation"] = "insert"
             meta = {"ckpt": json.dumps(p.end, sort_keys=True), "fingerprint": m.fingerprint, "strategy": a.strategy, "mode": p.mode}
+            failpoint("before_model_commit")
             hudi.write(final, path, opts, meta)
+            failpoint("after_model_commit")
             return written, deleted
         finally:
             final.unpersist()

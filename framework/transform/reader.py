@@ -107,7 +107,10 @@ class TableReader:
             old = self.raw(name, as_of=begin)
             before = old.where(live(old)).join(keys, key, "left_semi").select(*visible_columns(old))
         else:
-            first = changed.withColumn("_r", F.row_number().over(Window.partitionBy(*key).orderBy("ts_ms"))).where("_r = 1")
+            # A partition move is a `d` (old partition) and an `i` (new one) in the same commit:
+            # the `d` carries the before-image, so it sorts first among equal commit times.
+            order = [F.col("ts_ms"), F.when(F.col("op") == "i", 1).otherwise(0)]
+            first = changed.withColumn("_r", F.row_number().over(Window.partitionBy(*key).orderBy(*order))).where("_r = 1")
             full = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in schema.fields if f.name in cols or f.name == "_deleted"])
             img = F.from_json(F.when((F.col("op") != "i") & (F.col("before") != "null"), F.col("before")), full)
             parsed = first.select(img.alias("b")).where(F.col("b").isNotNull())
