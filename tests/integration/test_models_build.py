@@ -1,0 +1,125 @@
+"""Build behaviour on real Hudi tables: checkpoints in commit metadata, no-op without upstream
+commits, fingerprint change → full rebuild with the reason, plan, crash and rerun."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from framework import hudi
+from framework.transform.runner import build, plan
+from tests.helpers import LakeProject, envelope
+
+ODS = """
+tables:
+  - {source: shop.users, key: [id]}
+  - {source: shop.orders, key: [id]}
+"""
+MODELS = {
+    "dws/users_by_city.sql": "select city, count(*) as n, sum(score) as score, min(score) as lo from ods.users group by city",
+    "dwd/orders_enriched.sql": "select o.id, o.amount, u.city from ods.orders o join ods.users u on o.uid = u.id",
+    "dwd/orders_enriched.yaml": "key: [id]\n",
+    "dwd/vip.sql": "select id, city from ods.users where score >= 10",
+}
+
+
+def _project(root: Path) -> LakeProject:
+    lp = LakeProject(root, ODS)
+    for rel, text in MODELS.items():
+        p = root / "layers" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return lp
+
+
+def _seed(lp: LakeProject, spark: Any) -> None:
+    lp.write_cdc([
+        envelope("c", "shop.users", None, {"id": 1, "city": "sh", "score": 5}, pos=1),
+        envelope("c", "shop.users", None, {"id": 2, "city": "bj", "score": 12}, pos=2),
+        envelope("c", "shop.users", None, {"id": 3, "city": "sh", "score": 3}, pos=3),
+        envelope("c", "shop.orders", None, {"id": 10, "uid": 1, "amount": 7}, pos=4),
+        envelope("c", "shop.orders", None, {"id": 11, "uid": 2, "amount": 9}, pos=5),
+    ])
+    lp.ingest(spark)
+
+
+def _rows(spark: Any, lp: LakeProject, model: str) -> list[tuple]:
+    from framework.transform.reader import TableReader
+
+    df = TableReader(spark, lp.layout).snapshot(model)
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_checkpoint_noop_retraction_and_fingerprint(tmp_path: Path, spark: Any) -> None:
+    lp = _project(tmp_path)
+    _seed(lp, spark)
+    first = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
+    assert {m: r.reason for m, r in first.items()}["dws.users_by_city"] == "no checkpoint: first build"
+    assert _rows(spark, lp, "dws.users_by_city") == [("bj", 1, 12, 12), ("sh", 2, 8, 3)]
+    # The checkpoint is in the commit's extra metadata: the upstream completion times.
+    _inst, meta = hudi.last_commit_metadata(spark, lp.layout.table("dws.users_by_city"))
+    users_last = hudi.completed_instants(spark, lp.layout.table("ods.users"))[-1].completed
+    assert json.loads(meta["ckpt"]) == {"ods.users": users_last}
+    before = hudi.completed_instants(spark, lp.layout.table("dws.users_by_city"))
+    again = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
+    assert all(r.mode == "noop" for r in again.values())
+    assert hudi.completed_instants(spark, lp.layout.table("dws.users_by_city")) == before  # no empty commit
+    # Update user 3 (the current minimum of 'sh') and delete user 2: retraction + MIN recompute.
+    lp.write_cdc([
+        envelope("u", "shop.users", {"id": 3, "city": "sh", "score": 3}, {"id": 3, "city": "sh", "score": 30}, pos=10),
+        envelope("d", "shop.users", {"id": 2, "city": "bj", "score": 12}, None, pos=11),
+    ])
+    lp.ingest(spark)
+    planned = {p.model.name: (p, rows) for p, rows in plan(spark, lp.project, [], [], incremental=True)}
+    p, changed = planned["dws.users_by_city"]
+    assert p.mode == "incremental" and p.pending == {"ods.users": 1} and changed == {"ods.users": 2}
+    res = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
+    assert res["dws.users_by_city"].mode == "incremental"
+    assert _rows(spark, lp, "dws.users_by_city") == [("sh", 2, 35, 5)]  # bj's count reached 0: deleted
+    assert _rows(spark, lp, "dwd.vip") == [(3, "sh")]
+    assert _rows(spark, lp, "dwd.orders_enriched") == [(10, 7, "sh")]
+    assert res["dwd.orders_enriched"].rows_deleted == 1
+    # Changing the SQL changes the fingerprint: a full rebuild that says why.
+    (tmp_path / "layers" / "dwd" / "vip.sql").write_text("select id, city from ods.users where score >= 4")
+    res = {r.model: r for r in build(spark, lp.project, ["dwd.vip"], [], incremental=True)}
+    assert res["dwd.vip"].mode == "full" and "the model changed (fingerprint" in res["dwd.vip"].reason
+    assert _rows(spark, lp, "dwd.vip") == [(1, "sh"), (3, "sh")]
+
+
+def test_selection_and_failed_model_skips_descendants(tmp_path: Path, spark: Any) -> None:
+    lp = _project(tmp_path)
+    (tmp_path / "layers" / "dws" / "city_orders.sql").write_text("select city, count(*) as n from dwd.orders_enriched group by city")
+    (tmp_path / "layers" / "dws" / "broken.sql").write_text("select id, no_such_column from ods.users")
+    _seed(lp, spark)
+    res = {r.model: r for r in build(spark, lp.project, ["+dws.city_orders", "dws.broken"], [], incremental=False)}
+    assert set(res) == {"dwd.orders_enriched", "dws.city_orders", "dws.broken"}
+    assert res["dws.broken"].mode == "failed" and "no_such_column" in res["dws.broken"].reason
+    assert res["dws.city_orders"].mode == "full"
+    (tmp_path / "layers" / "dwd" / "orders_enriched.sql").write_text("select o.id, o.amount, u.city, u.nope from ods.orders o join ods.users u on o.uid = u.id")
+    res = {r.model: r for r in build(spark, lp.project, ["dwd.orders_enriched+"], [], incremental=True)}
+    assert res["dwd.orders_enriched"].mode == "failed"
+    assert res["dws.city_orders"].mode == "skipped" and "upstream dwd.orders_enriched failed" in res["dws.city_orders"].reason
+
+
+def test_crash_before_model_commit_then_rerun(tmp_path_factory: Any, spark: Any) -> None:
+    clean = _project(tmp_path_factory.mktemp("clean"))
+    crashed = _project(tmp_path_factory.mktemp("crashed"))
+    for lp in (clean, crashed):
+        _seed(lp, spark)
+        build(spark, lp.project, [], [], incremental=True)
+        lp.write_cdc([envelope("u", "shop.users", {"id": 1, "city": "sh", "score": 5}, {"id": 1, "city": "gz", "score": 50}, pos=20)])
+        lp.ingest(spark)
+    build(spark, clean.project, [], [], incremental=True)
+    for failpoint in ("before_model_commit:2", "after_model_commit:1"):
+        proc = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(crashed.root), "build", "--incremental"],
+                              env={**os.environ, "LAKE_FAILPOINT": failpoint}, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
+    res = build(spark, crashed.project, [], [], incremental=True)
+    assert not [r for r in res if r.mode == "failed"]
+    for model in ("dws.users_by_city", "dwd.orders_enriched", "dwd.vip"):
+        assert _rows(spark, crashed, model) == _rows(spark, clean, model), model
