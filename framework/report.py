@@ -111,19 +111,23 @@ def model_printer(console: Console) -> Callable[[Any], None]:
 
 def print_build_summary(console: Console, results: list[Any]) -> None:
     t = Table(title=f"build: {len(results)} model(s)", title_justify="left")
-    for col in ("model", "mode", "strategy", "written", "deleted", "seconds", "why"):
-        t.add_column(col, justify="right" if col in ("written", "deleted", "seconds") else "left")
+    for col in ("model", "mode", "strategy", "written", "deleted", "seconds"):
+        t.add_column(col, justify="right" if col in ("written", "deleted", "seconds") else "left", no_wrap=True)
     for r in results:
-        t.add_row(r.model, r.mode, r.strategy, str(r.rows_written), str(r.rows_deleted), f"{r.seconds:.1f}", r.reason)
+        t.add_row(r.model, r.mode, r.strategy, str(r.rows_written), str(r.rows_deleted), f"{r.seconds:.1f}")
     console.print(t)
+    for r in results:
+        console.print(f"  {r.model}: {r.reason}", highlight=False)
 
 
 def print_plan(console: Console, plans: list[Any]) -> None:
     t = Table(title="plan (nothing is written)", title_justify="left")
-    for col in ("model", "mode", "strategy", "why", "pending upstream commits", "changed rows"):
-        t.add_column(col)
+    for col in ("model", "mode", "strategy", "pending commits", "changed rows"):
+        t.add_column(col, no_wrap=col in ("model", "mode", "strategy"))
     for p, changed in plans:
-        pending = ", ".join(f"{u}: {n}" for u, n in p.pending.items()) or "-"
+        pending = ", ".join(f"{u}: {n}" for u, n in p.pending.items() if n) or "-"
         rows = ", ".join(f"{u}: {n}" for u, n in changed.items()) or "-"
-        t.add_row(p.model.name, p.mode, p.analysis.strategy, p.reason, pending, rows)
+        t.add_row(p.model.name, p.mode, p.analysis.strategy, pending, rows)
     console.print(t)
+    for p, _ in plans:
+        console.print(f"  {p.model.name}: {p.reason}", highlight=False)
