@@ -69,8 +69,17 @@ class KafkaSourceConfig(StrictModel):
 SourceConfig = Annotated[FileSourceConfig | KafkaSourceConfig, Field(discriminator="kind")]
 
 
+class AutoCreate(StrictModel):
+    """Create ODS tables for undeclared source tables whose row images carry these key columns."""
+
+    enabled: bool = False
+    key: list[str] = Field(default_factory=lambda: ["id"], min_length=1)
+    type: Literal["cow", "mor"] = "cow"
+
+
 class OdsSettings(StrictModel):
     source: SourceConfig = Field(default_factory=FileSourceConfig)
+    auto_create: AutoCreate = Field(default_factory=AutoCreate)
     # What a Debezium `t` (truncate) event does: delete every row (default) or nothing.
     truncate: Literal["delete_all", "ignore"] = "delete_all"
     # Fail a micro-batch (nothing committed) when more than this share of its events are bad.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,6 +68,7 @@ class OdsBatchWriter:
         self.project = project
         self.layout = Layout(project.warehouse)
         self.stream_id = stream_id
+        self.only = only
         self.tables = {t.source: t for t in project.ods_tables if only is None or t.table_name in only}
         self.all_sources = {t.source for t in project.ods_tables}
         self.state: dict[str, TableState] = {}
@@ -163,8 +165,32 @@ class OdsBatchWriter:
         return df.withColumn("reason", F.when(~F.col("tombstone"), reason)).withColumn("status", status)
 
     # ------------------------------------------------------------------ batch
+    def _auto_create(self, msgs: DataFrame) -> None:
+        """Declare (for this writer) the undeclared source tables of the batch, with the
+        configured key; events whose images lack the key still go to the dead letter."""
+        auto = self.project.config.ods.auto_create
+        if not auto.enabled or self.only is not None:
+            return
+        env = F.from_json(F.col("value"), D.ENVELOPE, D.JSON_OPTS)
+        src = F.coalesce(F.from_json(env["payload"], D.PAYLOAD)["source"], env["source"])
+        s = F.from_json(src, D.SOURCE)
+        found = msgs.select(F.concat_ws(".", s["db"], s["table"]).alias("tbl")).where("tbl LIKE '%_._%'").distinct().collect()
+        names = {t.table_name for t in self.project.ods_tables} | {t.table_name for t in self.tables.values()}
+        for (tbl,) in found:
+            if tbl in self.all_sources:
+                continue
+            db, table = tbl.split(".", 1)
+            name = re.sub(r"[^a-z0-9_]", "_", table.lower())
+            if name in names:
+                name = re.sub(r"[^a-z0-9_]", "_", f"{db}_{table}".lower())
+            t = OdsTable(source=tbl, name=name, key=list(auto.key), type=auto.type)
+            self.tables[tbl] = t
+            self.all_sources.add(tbl)
+            names.add(name)
+
     def process(self, msgs: DataFrame, batch_id: int) -> BatchResult:
         started = datetime.now(timezone.utc)
+        self._auto_create(msgs)
         parsed = self.parse(msgs).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             return self._process(parsed, batch_id, started)

@@ -191,3 +191,19 @@ def test_nothing_new_writes_nothing(tmp_path: Path, spark: Any) -> None:
     s = lp.ingest(spark)
     assert s.batches == []
     assert hudi.completed_instants(spark, lp.layout.table("ods.users")) == before
+
+
+def test_auto_create_undeclared_tables(tmp_path: Path, spark: Any) -> None:
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.users, key: [id]}\n",
+                     lake_extra="ods:\n  auto_create: {enabled: true, key: [id]}\n")
+    lp.write_cdc([
+        envelope("c", "shop.users", None, {"id": 1}, pos=1),
+        envelope("c", "shop.coupons", None, {"id": 7, "code": "X"}, pos=2),
+        envelope("c", "other.users", None, {"id": 9}, pos=3),          # name clash → ods.other_users
+        envelope("c", "shop.no_key", None, {"code": "Y"}, pos=4),      # no `id` → dead letter
+    ], name="auto.json")
+    s = lp.ingest(spark)
+    assert lp.rows(spark, "coupons", ["id", "code"]) == [{"id": 7, "code": "X"}]
+    assert lp.rows(spark, "other_users", ["id"]) == [{"id": 9}]
+    assert {d["loc"]: d["reason"] for d in lp.dead_letters(spark)} == {"cdc/auto.json:4": "missing or NULL key column (id)"}
+    assert set(s.totals()) == {"users", "coupons", "other_users"}
