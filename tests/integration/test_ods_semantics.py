@@ -207,3 +207,21 @@ def test_auto_create_undeclared_tables(tmp_path: Path, spark: Any) -> None:
     assert lp.rows(spark, "other_users", ["id"]) == [{"id": 9}]
     assert {d["loc"]: d["reason"] for d in lp.dead_letters(spark)} == {"cdc/auto.json:4": "missing or NULL key column (id)"}
     assert set(s.totals()) == {"users", "coupons", "other_users"}
+
+
+def test_bootstrap_from_csv_with_types_from_yaml(tmp_path: Path, spark: Any) -> None:
+    from framework.ods.bootstrap import run_bootstrap
+
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.items, key: [sku], columns: {price: 'decimal(10,2)'}}\n")
+    dump = tmp_path / "items.csv"
+    dump.write_text("sku,price,name\nA,1.10,apple\nB,2.25,bread\n")
+    res = run_bootstrap(spark, lp.project, lp.project.ods_table("ods.items"), dump, position="2024-01-01T00:00:00Z")
+    assert res.rows == 2 and res.position == "ts:" + str(1704067200000).zfill(15)
+    lp.write_cdc([
+        envelope("u", "shop.items", None, {"sku": "A", "price": "9.99", "name": "old"}, pos=5, ts=1703000000000),  # before the dump
+        envelope("u", "shop.items", None, {"sku": "B", "price": "3.50", "name": "bread"}, pos=6, ts=1705000000000),
+    ])
+    lp.ingest(spark)
+    from decimal import Decimal
+
+    assert lp.rows(spark, "items", ["sku", "price"]) == [{"sku": "A", "price": Decimal("1.10")}, {"sku": "B", "price": Decimal("3.50")}]
