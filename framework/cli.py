@@ -3,11 +3,12 @@ then calls one function of the engine."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,6 +32,27 @@ class Ctx:
         from framework.config import load_project
 
         return load_project(self.project_dir)
+
+
+@contextlib.contextmanager
+def recorded(project: Any, command: str) -> Iterator[Any]:
+    """Store a run record for this command, whatever happens (run history)."""
+    from datetime import datetime, timezone
+
+    from framework import history
+    from framework.paths import Layout
+
+    rec = history.new_run(command, sys.argv[1:])
+    try:
+        yield rec
+        if rec.status == "running":
+            rec.status = "ok"
+    except BaseException as e:
+        rec.status, rec.error = "failed", str(e)
+        raise
+    finally:
+        rec.finished_at = datetime.now(timezone.utc)
+        history.save(Layout(project.warehouse), rec)
 
 
 def handle_errors(fn: F) -> F:
@@ -135,8 +157,10 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
 
     spark = spark_session(project)
     on_batch = None if (obj.quiet or as_json) else report.batch_printer(obj.console)
-    summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
-                         trigger_seconds=secs, on_batch=on_batch)
+    with recorded(project, "ingest") as rec:
+        summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
+                             trigger_seconds=secs, on_batch=on_batch)
+        rec.ingest = summary
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     else:
@@ -212,7 +236,12 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
     load(project)  # config and model errors before Spark starts
     spark = spark_session(project)
     show = None if (obj.quiet or as_json) else report.model_printer(obj.console)
-    results = run_build(spark, project, list(selectors), list(exclude), incremental, on_result=show)
+    with recorded(project, "build") as rec:
+        results = run_build(spark, project, list(selectors), list(exclude), incremental, on_result=show)
+        rec.models = results
+        if any(r.mode in ("failed", "skipped") for r in results):
+            rec.status = "failed"
+            rec.error = "; ".join(f"{r.model}: {r.reason}" for r in results if r.mode == "failed")
     if as_json:
         click.echo(json.dumps([r.model_dump() for r in results], indent=2))
     else:
@@ -257,6 +286,39 @@ def dag(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
         chosen = set(select(g, models, list(selectors)))
         only = chosen | {u for n in chosen for u in g.predecessors(n)}
     click.echo(render(g, fmt, only))
+
+
+
+@main.group(invoke_without_command=True)
+@click.option("--last", default=20, show_default=True, help="How many recent runs.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.pass_context
+@handle_errors
+def runs(ctx: click.Context, last: int, fmt: str) -> None:
+    """Run history: `lake runs`, `lake runs show RUN_ID`."""
+    if ctx.invoked_subcommand:
+        return
+    from framework import history, report
+    from framework.paths import Layout
+
+    obj: Ctx = ctx.obj
+    records = history.runs(Layout(obj.project().warehouse), last)
+    if fmt == "json":
+        click.echo(json.dumps([json.loads(r.model_dump_json()) for r in records], indent=2))
+    else:
+        report.print_runs(obj.console, records)
+
+
+@runs.command("show")
+@click.argument("run_id")
+@click.pass_obj
+@handle_errors
+def runs_show(obj: Ctx, run_id: str) -> None:
+    """Everything recorded about one run (JSON)."""
+    from framework import history
+    from framework.paths import Layout
+
+    click.echo(history.get(Layout(obj.project().warehouse), run_id).model_dump_json(indent=2))
 
 
 if __name__ == "__main__":

@@ -131,3 +131,22 @@ def print_plan(console: Console, plans: list[Any]) -> None:
     console.print(t)
     for p, _ in plans:
         console.print(f"  {p.model.name}: {p.reason}", highlight=False)
+
+
+def print_runs(console: Console, records: list[Any]) -> None:
+    t = Table(title=f"last {len(records)} run(s)", title_justify="left")
+    for col in ("run", "command", "status", "started (UTC)", "seconds", "summary"):
+        t.add_column(col, no_wrap=col != "summary")
+    for r in records:
+        secs = f"{(r.finished_at - r.started_at).total_seconds():.1f}" if r.finished_at else "-"
+        if r.ingest is not None:
+            summary = f"{r.ingest.events} events, {len(r.ingest.batches)} batch(es), dead letter {r.ingest.dead_letter}"
+        elif r.models:
+            modes: dict[str, int] = {}
+            for m in r.models:
+                modes[m.mode] = modes.get(m.mode, 0) + 1
+            summary = ", ".join(f"{n} {k}" for k, n in sorted(modes.items()))
+        else:
+            summary = (r.error or "")[:80]
+        t.add_row(r.run_id, r.command, r.status, r.started_at.strftime("%Y-%m-%d %H:%M:%S"), secs, summary)
+    console.print(t)

@@ -76,3 +76,31 @@ class IngestSummary(BaseModel):
             for k, v in b.dead_reasons.items():
                 out[k] = out.get(k, 0) + v
         return out
+
+
+class ModelResult(BaseModel):
+    """What building one model did (printed, returned as JSON, stored in run history)."""
+
+    model: str
+    strategy: str
+    mode: str  # full | incremental | noop | failed | skipped
+    reason: str
+    rows_written: int = 0
+    rows_deleted: int = 0
+    upstream: dict[str, str] = Field(default_factory=dict)  # upstream -> completion time consumed
+    seconds: float = 0.0
+    error: str | None = None
+
+
+class RunRecord(BaseModel):
+    """One `lake ingest` or `lake build` run, stored under <warehouse>/_lake/runs/."""
+
+    run_id: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    started_at: datetime
+    finished_at: datetime | None = None
+    status: Literal["ok", "failed", "running"] = "running"
+    error: str | None = None
+    ingest: IngestSummary | None = None
+    models: list[ModelResult] = Field(default_factory=list)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlglot
-from pydantic import BaseModel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
@@ -29,22 +28,9 @@ from framework.paths import Layout
 from framework.transform.loader import Model
 from framework.transform.reader import TableReader, visible_columns
 from framework.transform.strategy import Aggregate, Analysis, analyze
+from models.records import ModelResult
 
 _views = itertools.count()
-
-
-class ModelResult(BaseModel):
-    """What building one model did (printed, returned as JSON, stored in run history)."""
-
-    model: str
-    strategy: str
-    mode: str  # full | incremental | noop | failed | skipped
-    reason: str
-    rows_written: int = 0
-    rows_deleted: int = 0
-    upstream: dict[str, str] = {}
-    seconds: float = 0.0
-    error: str | None = None
 
 
 @dataclass

@@ -14,8 +14,9 @@ from pyspark.sql import SparkSession
 from framework.config import Project
 from framework.errors import LakeError
 from framework.transform.dag import build_graph, select
-from framework.transform.engine import Builder, ModelResult, Plan
+from framework.transform.engine import Builder, Plan
 from framework.transform.loader import Model, load_models
+from models.records import ModelResult
 
 
 def load(project: Project) -> tuple[dict[str, Model], nx.DiGraph]:

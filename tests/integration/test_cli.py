@@ -44,6 +44,13 @@ def test_ingest_then_sql_json_in_new_processes(tmp_path: Path, spark: Any) -> No
     assert json.loads(r.stdout) == [{"id": 1, "price": "125.10", "at": "2024-05-01T12:30:00Z", "_op": "c"}]
     r = lake(tmp_path, "sql", "select id, price from ods.prices", "--format", "csv")
     assert r.stdout.splitlines() == ["id,price", "1,125.10"]
+    # Run history: the ingest left a record with its summary (no Spark needed to read it).
+    r = lake(tmp_path, "runs", "--format", "json")
+    (rec,) = json.loads(r.stdout)
+    assert rec["command"] == "ingest" and rec["status"] == "ok" and rec["ingest"]["batches"][0]["events"] == 1
+    shown = json.loads(lake(tmp_path, "runs", "show", rec["run_id"][:17]).stdout)
+    assert shown["run_id"] == rec["run_id"]
+    assert "ingest" in lake(tmp_path, "runs").stdout
 
 
 def test_config_error_exits_1_before_spark(tmp_path: Path) -> None:
@@ -79,6 +86,13 @@ def test_bad_sql_is_a_user_error(tmp_path: Path, spark: Any) -> None:
     lp.ingest(spark)
     r = lake(tmp_path, "sql", "select nope from ods.t")
     assert r.returncode == 1 and "query failed" in r.stderr and "Traceback" not in r.stderr
+    # A failing build exits 1, names the model and is recorded as failed.
+    (tmp_path / "layers" / "dws").mkdir(parents=True)
+    (tmp_path / "layers" / "dws" / "bad.sql").write_text("select id, nope from ods.t")
+    r = lake(tmp_path, "build")
+    assert r.returncode == 1 and "dws.bad" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    runs = json.loads(lake(tmp_path, "runs", "--format", "json").stdout)
+    assert runs[-1]["command"] == "build" and runs[-1]["status"] == "failed" and "dws.bad" in runs[-1]["error"]
 
 
 def test_init_scaffold_ingests(tmp_path: Path) -> None:

@@ -1,0 +1,45 @@
+"""Run history: one JSON record per `lake ingest` / `lake build` run, append-only files under
+`<warehouse>/_lake/runs/` (written to a temporary name, then renamed: a crash leaves no torn file)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from framework.errors import LakeError
+from framework.paths import Layout
+from models.records import RunRecord
+
+
+def new_run(command: str, args: list[str]) -> RunRecord:
+    now = datetime.now(timezone.utc)
+    return RunRecord(run_id=now.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6], command=command, args=args, started_at=now)
+
+
+def save(layout: Layout, record: RunRecord) -> Path:
+    layout.runs.mkdir(parents=True, exist_ok=True)
+    path = layout.runs / f"{record.run_id}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(record.model_dump_json(indent=2))
+    os.replace(tmp, path)
+    return path
+
+
+def runs(layout: Layout, last: int | None = None) -> list[RunRecord]:
+    if not layout.runs.is_dir():
+        return []
+    files = sorted(layout.runs.glob("*.json"))
+    if last:
+        files = files[-last:]
+    return [RunRecord.model_validate_json(f.read_text()) for f in files]
+
+
+def get(layout: Layout, run_id: str) -> RunRecord:
+    matches = sorted(layout.runs.glob(f"{run_id}*.json")) if layout.runs.is_dir() else []
+    if len(matches) != 1:
+        known = [r.run_id for r in runs(layout, 5)]
+        raise LakeError(f"no single run matches {run_id!r}" + (" (ambiguous)" if matches else ""),
+                        fix=f"recent runs: {', '.join(known) or 'none'} (lake runs)")
+    return RunRecord.model_validate_json(matches[0].read_text())
