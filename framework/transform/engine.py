@@ -200,33 +200,26 @@ class Builder:
         return self._query(p.model, self._snapshots(p))
 
     # ------------------------------------------------------------------ aggregate
-    def _group_select(self, a: Analysis) -> list[str]:
-        return [f"{e} AS `{alias}`" for e, alias in a.group_by]
-
-    def _state_query(self, p: Plan, upstream: DataFrame) -> DataFrame:
-        a = p.analysis
-        v = f"__lake_state_{next(_views)}"
-        upstream.createOrReplaceTempView(v)
-        cols = self._group_select(a) + ["count(*) AS _lake_rows"]
-        for g in a.aggregates:
-            cols += _state_exprs(g)
+    def _grouped(self, a: Analysis, rows: DataFrame, measures: list[str]) -> DataFrame:
+        """The model's WHERE and GROUP BY over `rows`, computing `measures` per group."""
+        v = f"__lake_grouped_{next(_views)}"
+        rows.createOrReplaceTempView(v)
+        cols = [f"{e} AS `{alias}`" for e, alias in a.group_by] + measures
         where = f" WHERE {a.where_sql}" if a.where_sql else ""
         groups = ", ".join(e for e, _ in a.group_by)
         return self.spark.sql(f"SELECT {', '.join(cols)} FROM {v}{where} GROUP BY {groups}")
+
+    def _state_query(self, p: Plan, upstream: DataFrame) -> DataFrame:
+        """Full aggregate state: row count and, per aggregate, its sum/count/extreme."""
+        a = p.analysis
+        return self._grouped(a, upstream, ["count(*) AS _lake_rows"] + [e for g in a.aggregates for e in _state_exprs(g)])
 
     def _aggregate_incremental(self, p: Plan) -> tuple[int, int]:
         a = p.analysis
         u = a.upstreams[0]
         ch = self.reader.change(u, list(self.key_of(u) or ()), p.begin[u], p.end[u])
         signed = ch.before.withColumn("_lake_sign", F.lit(-1)).unionByName(ch.after.withColumn("_lake_sign", F.lit(1)), allowMissingColumns=True)
-        v = f"__lake_delta_{next(_views)}"
-        signed.createOrReplaceTempView(v)
-        cols = self._group_select(a) + ["sum(_lake_sign) AS _lake_rows"]
-        for g in a.aggregates:
-            cols += _delta_exprs(g)
-        where = f" WHERE {a.where_sql}" if a.where_sql else ""
-        groups = ", ".join(e for e, _ in a.group_by)
-        delta = self.spark.sql(f"SELECT {', '.join(cols)} FROM {v}{where} GROUP BY {groups}")
+        delta = self._grouped(a, signed, ["sum(_lake_sign) AS _lake_rows"] + [e for g in a.aggregates for e in _delta_exprs(g)])
         key = list(a.key or ())
         delta = delta.withColumn("_lake_key", lake_key(key))
         target = self.reader.raw(p.model.name)
