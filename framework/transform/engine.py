@@ -89,6 +89,9 @@ class Builder:
                 a = analyze(m.sql, self.key_of, m.config.key, m.config.strategy)
             except ValueError as e:
                 raise LakeError(f"{m.rel}: {e}", fix=f"change `strategy:` in layers/{m.layer}/{m.stem}.yaml") from e
+            if a.strategy == "full" and a.key is None and m.config.partition_by and "no key to scope" in a.reason and m.config.strategy is None:
+                reason = a.reason.split(" and no key")[0] + f": recompute the `{m.config.partition_by}` partitions the changed rows reach"
+                a = Analysis("rescan", reason, a.upstreams, None)
         self._analysis[m.name] = a
         return a
 
@@ -298,6 +301,11 @@ class Builder:
     def _rescan_incremental(self, p: Plan) -> tuple[int, int]:
         m, a = p.model, p.analysis
         key = list(a.key or ())
+        # Key-scoped: recompute the output keys the changes reach. Partition-scoped (no key, but
+        # `partition_by`): recompute the output partitions they reach and replace them.
+        part = m.config.partition_by if not key else None
+        scope_col = f"`{part}`" if part else "_lake_key"
+        scope_of = (lambda df: df.select(F.col(scope_col))) if part else (lambda df: df.select(lake_key(key).alias("_lake_key")))
         old = self._snapshots(p, "begin")
         new = self._snapshots(p, "end")
         affected: DataFrame | None = None
@@ -306,20 +314,24 @@ class Builder:
                 continue
             ch = self.reader.change(u, list(self.key_of(u) or _all_columns(new[u])), p.begin[u], p.end[u])
             for image, others in ((ch.before, old), (ch.after, new)):
-                out = self._query(m, {**others, u: image}).select(lake_key(key).alias("_lake_key"))
+                out = scope_of(self._query(m, {**others, u: image}))
                 affected = out if affected is None else affected.union(out)
         assert affected is not None
         scope = affected.distinct().persist()
         try:
             rows = self._query(m, new)
-            rows = rows.withColumn("_lake_key", lake_key(key)).join(scope, "_lake_key", "left_semi").drop("_lake_key")
-            return self._write(m, a, rows, p, scope=scope)
+            if part:
+                rows = rows.join(scope, part, "left_semi")
+            else:
+                rows = rows.withColumn("_lake_key", lake_key(key)).join(scope, "_lake_key", "left_semi").drop("_lake_key")
+            return self._write(m, a, rows, p, scope=scope, scope_col=part or "_lake_key")
         finally:
             scope.unpersist()
 
     # ------------------------------------------------------------------ writing
-    def _write(self, m: Model, a: Analysis, rows: DataFrame, p: Plan, scope: DataFrame | None) -> tuple[int, int]:
-        """Upsert `rows`; delete target rows inside `scope` (None: the whole table) not in `rows`."""
+    def _write(self, m: Model, a: Analysis, rows: DataFrame, p: Plan, scope: DataFrame | None, scope_col: str = "_lake_key") -> tuple[int, int]:
+        """Upsert `rows`; delete target rows inside `scope` (None: the whole table) not in `rows`.
+        Without a key, a row's key is all its visible columns (set semantics)."""
         key = list(a.key or ())
         path = self.layout.table(m.name)
         if not key:
@@ -337,7 +349,7 @@ class Builder:
         deletes = None
         if exists:
             target = self.reader.raw(m.name)
-            candidates = target if scope is None else target.join(scope, "_lake_key", "left_semi")
+            candidates = target if scope is None else target.join(scope, scope_col, "left_semi")
             vanished = candidates.join(out.select("_lake_key"), "_lake_key", "left_anti")
             if gone is not None:
                 vanished = vanished.unionByName(target.join(gone, "_lake_key", "left_semi")).dropDuplicates(["_lake_key"])

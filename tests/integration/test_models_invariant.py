@@ -25,6 +25,10 @@ EXTRA = {
     "dws/device_stats.sql": "select device_model, count(*) as users, max(id) as max_id, min(create_time) as first_seen "
                             "from ods.user where email is not null group by device_model having count(*) > 1",
     "dwd/user_all.sql": "select * from ods.user where id > 0",
+    # No key, partitioned: a partition-scoped rescan.
+    "dwd/order_lines.sql": "select date_format(o.create_time, 'yyyy-MM') as month, o.oid, p.pname, o.onum "
+                           "from ods.user_order o join ods.product p on o.pid = p.pid",
+    "dwd/order_lines.yaml": "partition_by: month",  # (YAML, not SQL)
     "dws/segment_sites.sql": "select s.state, count(distinct c.mktsegment) as segments from ods.customer_site s "
                              "join ods.customer c on s.cust_id = c.cust_id group by s.state",
 }
@@ -77,4 +81,6 @@ def test_incremental_equals_full_rebuild(spark: Any, seed: int, rounds: list[int
             assert not failed, failed
             assert {r.model: r.mode for r in results if r.model in ("dws.user_agg", "dwd.big_orders", "dws.product_sales")} != {}
             assert all(r.mode in ("incremental", "noop") for r in results if r.strategy != "full"), [(r.model, r.mode, r.reason) for r in results]
+            lines = next(r for r in results if r.model == "dwd.order_lines")
+            assert lines.strategy == "rescan" and "partitions the changed rows reach" in lines.reason
             assert_models_equal_full_rebuild(spark, lp)
