@@ -234,11 +234,17 @@ class OdsBatchWriter:
                 fix="fix the input (see the reasons), or raise ods.max_dead_letter_ratio in lake.yaml, then rerun",
             )
         extra_dead: list[DataFrame] = []
-        for source, rows in sorted(by_table.items()):
-            t = self.tables[source]
-            tr = self._write_table(parsed, t, rows, batch_id, started, extra_dead)
-            result.tables[t.table_name] = tr
-        self._write_dead_letter(parsed, extra_dead, batch_id)
+        self._cached: list[DataFrame] = []
+        try:
+            for source, rows in sorted(by_table.items()):
+                t = self.tables[source]
+                tr = self._write_table(parsed, t, rows, batch_id, started, extra_dead)
+                result.tables[t.table_name] = tr
+            if result.dead_letter or any(tr.dead_letter for tr in result.tables.values()):
+                self._write_dead_letter(parsed, extra_dead, batch_id)
+        finally:
+            for df in self._cached:
+                df.unpersist()
         result.finished_at = datetime.now(timezone.utc)
         return result
 
@@ -346,7 +352,8 @@ class OdsBatchWriter:
             bad = F.when(text.isNotNull() & typed.isNull() & F.lit(typ != "string"),
                          F.lit(f"column {name}: value cannot be read as {typ.upper()}")).otherwise(bad)
         # Data columns live in a struct so they cannot clash with message columns (`value`, `op`...).
-        decoded = events.select("*", F.struct(*data_cols).alias("_row"), bad.alias("_bad"))
+        decoded = events.select("*", F.struct(*data_cols).alias("_row"), bad.alias("_bad")).persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached.append(decoded)  # decoded once: rows to write and bad rows to dead-letter
         bad_rows = decoded.where(F.col("_bad").isNotNull())
         extra_dead.append(bad_rows.select(*[c for c in parsed.columns if c != "reason"], F.col("_bad").alias("reason")))
         good = decoded.where(F.col("_bad").isNull())
@@ -439,8 +446,6 @@ class OdsBatchWriter:
             F.lit(batch_id).cast("bigint").alias("batch_id"),
             F.current_timestamp().alias("dead_at"),
         )
-        if out.isEmpty():
-            return
         opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=self.local, extra=self.project.config.hudi)
         hudi.write(out, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id)})
 
