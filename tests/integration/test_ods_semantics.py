@@ -225,3 +225,31 @@ def test_bootstrap_from_csv_with_types_from_yaml(tmp_path: Path, spark: Any) -> 
     from decimal import Decimal
 
     assert lp.rows(spark, "items", ["sku", "price"]) == [{"sku": "A", "price": Decimal("1.10")}, {"sku": "B", "price": Decimal("3.50")}]
+
+
+def test_continuous_mode_picks_up_new_files_and_stops_cleanly(tmp_path: Path, spark: Any) -> None:
+    import threading
+    import time
+
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.users, key: [id]}\n")
+    lp.write_cdc([envelope("c", "shop.users", None, {"id": 1}, pos=1)])
+    stop = threading.Event()
+    done: list[Any] = []
+    worker = threading.Thread(target=lambda: done.append(lp.ingest(spark, continuous=True, trigger_seconds=1, stop_event=stop)))
+    worker.start()
+    try:
+        deadline = time.time() + 120
+        from framework import hudi
+
+        while time.time() < deadline and not hudi.completed_instants(spark, lp.layout.table("ods.users")):
+            time.sleep(0.5)
+        lp.write_cdc([envelope("c", "shop.users", None, {"id": 2}, pos=2), envelope("d", "shop.users", {"id": 1}, None, pos=3)])
+        while time.time() < deadline and lp.rows(spark, "users", ["id"]) != [{"id": 2}]:
+            time.sleep(1)
+    finally:
+        stop.set()
+        worker.join(timeout=120)
+    assert not worker.is_alive()
+    (summary,) = done
+    assert summary.status == "ok" and len(summary.batches) >= 2
+    assert lp.rows(spark, "users", ["id"]) == [{"id": 2}]
