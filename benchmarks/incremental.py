@@ -1,6 +1,7 @@
 """Incremental model builds against full rebuilds, after CDC changing 0.1 %, 1 % and 10 % of N orders.
 
-    .venv/bin/python benchmarks/incremental.py [--rows 1000000] [--small-rows N/10] [--out BENCHMARKS.md]
+    .venv/bin/python benchmarks/incremental.py [--rows 1000000] [--small-rows N/10] [--out BENCHMARKS.md] [--results run.json]
+    .venv/bin/python benchmarks/incremental.py --render run.json [--render other.json] [--note TEXT] --out BENCHMARKS.md
 
 The issue's target size is 10M orders (`--rows 10000000`); it is not run by default (the shared
 2-core machine takes hours at that size). One Python process, one SparkSession, one temporary
@@ -27,7 +28,9 @@ directory per table size:
    - the incremental builds again, with the change read forced first (persist + count of the
      before/after/key images) so the step timings separate it (not the measured figure);
    - a real full rebuild (plan + run, Hudi write included) of the aggregate model;
-4. print a table per fraction and, with --out, replace this benchmark's section of BENCHMARKS.md.
+4. print a table per fraction and, with --out, replace this benchmark's section of BENCHMARKS.md
+   (--results keeps the figures as JSON; --render rewrites the section from one or more such files,
+   e.g. the default run plus a 10M run, without running Spark).
 
 A smaller table (`--small-rows`, default N/10; 0 skips it) goes through the same steps first in
 the same process, so equal absolute changes can be compared at two table sizes (0.1 % of N = 1 %
@@ -580,46 +583,9 @@ def job_line(f: ModelFigures) -> str:
     return f"{f.jobs} Spark jobs ({parts})"
 
 
-def summary_lines(runs: list[FractionFigures], n: int, small: int) -> list[str]:
-    """Plain statements computed from the figures (the target, growth with change vs table, rescan)."""
-    out = []
-    low = min((ff for ff in runs if ff.rows == n), key=lambda ff: ff.fraction, default=None)
-    if low:
-        by = {f.model: f for f in low.models}
-        parts = []
-        for name in ("dwd.paid_orders", AGGREGATE_MODEL):
-            f = by.get(name)
-            if f:
-                real = f", {f.real_full / f.incr:.1f}x against a real full rebuild" if f.real_full is not None else ""
-                parts.append(f"{name} ({f.strategy}) {f.full / f.incr:.1f}x{real}")
-        verdict = "met (against the noop full figure)" if all(by[m].full / by[m].incr >= 20 for m in ("dwd.paid_orders", AGGREGATE_MODEL) if m in by) else "not met"
-        out.append(f"**Target** (the issue: full/incremental >= 20x at 0.1 % for the aggregate and rowwise models at 10M rows). "
-                   f"Measured here at {n:,} rows, not 10M: at {low.fraction:.1%} ({low.events:,} events) full/incremental is "
-                   + "; ".join(parts) + f": {verdict} at this size.")
-        out.append("")
-    if small:
-        growth = []
-        for ff in runs:
-            if ff.rows != n:
-                continue
-            for f in ff.models:
-                s = find(runs, small, ff.events, f.model)
-                if s:
-                    growth.append(f.incr / s.incr)
-        if growth:
-            g = sum(growth) / len(growth)
-            kind = ("with the change, not the table" if g < 2 else "with the table as well as the change" if g < 6 else "with the table")
-            out.append(f"**Change vs table**: for the same number of changed rows, the incremental builds on the 10x larger table took "
-                       f"{min(growth):.1f}x to {max(growth):.1f}x the time they took on the smaller one (mean {g:.1f}x): incremental time "
-                       f"grows {kind} at these sizes.")
-            out.append("")
-    resc = [(ff, f) for ff in runs if ff.rows == n for f in ff.models if f.strategy == "rescan"]
-    if resc:
-        out.append("**Rescan** (`dws.orders_by_city`): full/incremental " + ", ".join(f"{f.full / f.incr:.1f}x at {ff.fraction:.1%}" for ff, f in resc)
-                   + ". The rescan recomputes the join for the output keys the change reaches; with a handful of cities nearly every "
-                   "city is reached by any change, so it recomputes the whole join and adds the change read and the key scoping on top.")
-        out.append("")
-    return out
+def ratio(a: float, b: float) -> str:
+    x = a / b
+    return f"{x:.2f}" if x < 1 else f"{x:.1f}"
 
 
 def find(runs: list[FractionFigures], rows: int, events: int, model: str) -> ModelFigures | None:
@@ -629,32 +595,100 @@ def find(runs: list[FractionFigures], rows: int, events: int, model: str) -> Mod
     return None
 
 
-def markdown_section(r: dict[str, Any]) -> str:
-    runs: list[FractionFigures] = r["runs"]
-    n, small = r["rows"], r["small_rows"]
+def growth_by_table(runs: list[FractionFigures]) -> list[tuple[int, int, int, str, float, float]]:
+    """(events, small rows, large rows, model, small s, large s) for equal changes at consecutive table sizes."""
+    sizes = sorted({ff.rows for ff in runs})
+    out = []
+    for lo, hi in zip(sizes, sizes[1:], strict=False):
+        for ff in runs:
+            if ff.rows != hi:
+                continue
+            for f in ff.models:
+                s = find(runs, lo, ff.events, f.model)
+                if s:
+                    out.append((ff.events, lo, hi, f.model, s.incr, f.incr))
+    return out
+
+
+def summary_lines(runs: list[FractionFigures]) -> list[str]:
+    """Plain statements computed from the figures (the target, growth with change vs table, rescan)."""
+    out = []
+    n = max(ff.rows for ff in runs)
+    low = min((ff for ff in runs if ff.rows == n), key=lambda ff: ff.fraction)
+    by = {f.model: f for f in low.models}
+    parts = []
+    for name in ("dwd.paid_orders", AGGREGATE_MODEL):
+        f = by.get(name)
+        if f:
+            real = f", {ratio(f.real_full, f.incr)}x against a real full rebuild" if f.real_full is not None else ""
+            parts.append(f"{name} ({f.strategy}) {ratio(f.full, f.incr)}x{real}")
+    met = all(by[m].full / by[m].incr >= 20 for m in ("dwd.paid_orders", AGGREGATE_MODEL) if m in by)
+    size = "at the target size" if n >= 10_000_000 else f"at {n:,} rows, not the target's 10M"
+    out.append(f"**Target** (the issue: full/incremental >= 20x at 0.1 % for the aggregate and rowwise models at 10M rows). "
+               f"Measured {size}: at {low.fraction:.1%} ({low.events:,} events) full/incremental is "
+               + "; ".join(parts) + (": met." if met else ": **not met**; the incremental builds are slower than full ones."))
+    out.append("")
+    pairs = growth_by_table(runs)
+    text = ""
+    if pairs:
+        text += "**Change vs table**: for the same number of changed rows, 10x the table took "
+        spans = []
+        for lo, hi in sorted({(p[1], p[2]) for p in pairs}):
+            g = [p[5] / p[4] for p in pairs if (p[1], p[2]) == (lo, hi)]
+            spans.append(f"{min(g):.1f}x to {max(g):.1f}x the time from {lo:,} to {hi:,} rows")
+        text += "; ".join(spans) + ". "
+    spans = []
+    for rows in sorted({ff.rows for ff in runs}):
+        rr = sorted((ff for ff in runs if ff.rows == rows), key=lambda ff: ff.fraction)
+        g = [fb.incr / fa.incr for a, b in zip(rr, rr[1:], strict=False) for fa, fb in zip(a.models, b.models, strict=True)]
+        if g:
+            spans.append(f"{min(g):.1f}x to {max(g):.1f}x at {rows:,} rows")
+    if spans:
+        text += "On the same table, 10x the change took " + "; ".join(spans) + ". "
+    if text:
+        out += [text.strip(), ""]
+    resc = sorted(((ff, f) for ff in runs if ff.rows == n for f in ff.models if f.strategy == "rescan"), key=lambda p: p[0].fraction)
+    if resc:
+        out.append(f"**Rescan** (`dws.orders_by_city`) at {n:,} rows: full/incremental " + ", ".join(f"{ratio(f.full, f.incr)}x at {ff.fraction:.1%}" for ff, f in resc)
+                   + f". The rescan recomputes the join only for the output keys (cities) the change reaches; here the smallest change already "
+                   f"reached {resc[0][1].written:,} of {resc[0][1].rows:,} cities, so it recomputes the whole join, on top of the change read "
+                   "and the key scoping, and cannot beat the full rebuild.")
+        out.append("")
+    return out
+
+
+def markdown_section(results: list[dict[str, Any]]) -> str:
+    """The section for one run, or several (`--render a.json --render b.json`: the same script, other sizes)."""
+    r = results[0]
+    runs: list[FractionFigures] = sorted((ff for x in results for ff in x["runs"]), key=lambda ff: (ff.rows, ff.fraction))
+    sizes = sorted({ff.rows for ff in runs})
+    initial = {k: v for x in results for k, v in x["initial"].items()}
+    waited = sum(x["waited"] for x in results)
     lines = [
         SECTION,
         "",
-        f"- Date: {r['date']}",
+        "- Date: " + ", ".join(sorted({x["date"] for x in results})),
         "- Machine: " + "; ".join(f"{k} {v}" for k, v in r["machine"].items()),
-        f"- Command: `{r['command']}`",
-        f"- Data: ODS `orders` of {n:,} rows" + (f" (and a second project of {small:,} rows in the same process)" if small else "")
-        + f" + `users` of {r['users']:,} rows, bootstrapped from a Spark-generated Parquet dump at `{BOOTSTRAP_POSITION}`; "
-        f"changes are Debezium envelopes in `{CDC_FILE}` (70 % u / 20 % c / 10 % d on orders) ingested with `run_ingest` (not measured). "
-        f"{r['products']:,} products, {r['cities']} cities.",
+        "- Command" + ("s" if len(results) > 1 else "") + ": " + "; ".join(f"`{x['command']}`" for x in results)
+        + (" (separate processes; each table size has its own project)" if len(results) > 1 else ""),
+        "- Data: ODS `orders` of " + ", ".join(f"{s:,}" for s in sizes)
+        + f" rows (one project per size) + `users` of {r['users']:,} rows, bootstrapped from a Spark-generated Parquet dump at "
+        f"`{BOOTSTRAP_POSITION}`; changes are Debezium envelopes in `{CDC_FILE}` (70 % u / 20 % c / 10 % d on orders) ingested with "
+        f"`run_ingest` (not measured) before the builds. {r['products']:,} products, {r['cities']} cities.",
         "- Models: rowwise `dwd.paid_orders` (`where status = 'paid'`), aggregate `dws.sales_by_product` "
         "(count/sum/min/max/avg by pid), rescan `dws.orders_by_city` (orders join users, group by city).",
         "- Incremental = `Builder.plan(m, incremental=True)` + `Builder.run(plan)`. Full = `Builder.plan(m, incremental=False)` + "
         "`_full_rows(plan)` written to Spark's `noop` sink: computed, not written, so **the full figure excludes the Hudi write and "
         "full/incremental is conservative for lake**. Real full = plan + run of a full rebuild (Hudi write included) of the aggregate "
-        "model on a copy of the project. Model time only: SparkSession up and warmed by a tiny project first.",
+        "model on a copy of the project (shutil.copytree after the ingest). Model time only: SparkSession up and warmed by a tiny "
+        "project first.",
         "- Check after every fraction: each incremental table's live rows equal the full computation (row count and sum of xxhash64 of "
         "the rows): all passed.",
-        f"- Initial full builds (`build(..., incremental=True)` on empty model tables) at {n:,} rows: "
-        + ", ".join(f"{k} {v:.1f} s" for k, v in r["initial"][n].items()) + ".",
+        "- Initial full builds (`build(..., incremental=True)` on empty model tables): "
+        + "; ".join(f"{s:,} rows: " + ", ".join(f"{k} {v:.1f} s" for k, v in initial[s].items()) for s in sizes if s in initial) + ".",
     ]
-    if r["waited"]:
-        lines.append(f"- The script waited {r['waited']:.0f} s for pytest runs to finish before measuring.")
+    if waited:
+        lines.append(f"- The script waited {waited:.0f} s in all for pytest runs to finish before measuring.")
     lines += [
         "",
         "| rows | change | events (keys) | model | strategy | incremental s | full s (noop) | full/incr | real full s | real full/incr | other procs, cores |",
@@ -662,43 +696,38 @@ def markdown_section(r: dict[str, Any]) -> str:
     ]
     for ff in runs:
         for f in ff.models:
-            real = f"{f.real_full:.2f} | {f.real_full / f.incr:.1f}" if f.real_full is not None else "- | -"
+            real = f"{f.real_full:.2f} | {ratio(f.real_full, f.incr)}" if f.real_full is not None else "- | -"
             lines.append(f"| {ff.rows:,} | {ff.fraction:.1%} | {ff.events:,} ({ff.keys:,}) | {f.model} | {f.strategy} | {f.incr:.2f} | "
-                         f"{f.full:.2f} | **{f.full / f.incr:.1f}** | {real} | {f.incr_others:.2f} / {f.full_others:.2f} |")
+                         f"{f.full:.2f} | **{ratio(f.full, f.incr)}** | {real} | {f.incr_others:.2f} / {f.full_others:.2f} |")
     lines += [
         "",
         "\"other procs\": average cores used by other processes on the machine during the incremental / full measurement "
         "(more than ~0.2 means the figure shared the CPUs).",
         "",
     ]
-    # growth with the change vs the table
-    if small:
-        lines.append("Same absolute change at two table sizes (incremental seconds):")
+    pairs = growth_by_table(runs)
+    if pairs:
+        lines += ["The same absolute change at two table sizes (incremental seconds):", "",
+                  "| events | model | smaller table | s | 10x table | s | growth |", "|---:|---|---:|---:|---:|---:|---:|"]
+        for events, lo, hi, model, a, b in sorted(pairs):
+            lines.append(f"| {events:,} | {model} | {lo:,} | {a:.2f} | {hi:,} | {b:.2f} | {b / a:.1f}x |")
         lines.append("")
-        lines.append(f"| events | model | {small:,} rows | {n:,} rows | growth for 10x the table |")
-        lines.append("|---:|---|---:|---:|---:|")
-        for ff in runs:
-            if ff.rows != n:
-                continue
-            for f in ff.models:
-                s = find(runs, small, ff.events, f.model)
-                if s:
-                    lines.append(f"| {ff.events:,} | {f.model} | {s.incr:.2f} | {f.incr:.2f} | {f.incr / s.incr:.1f}x |")
-        lines.append("")
-    lines += summary_lines(runs, n, small)
-    if r.get("note"):
-        lines += [r["note"], ""]
-    main_runs = [ff for ff in runs if ff.rows == n]
-    lines += step_table(f"Where the incremental time goes (measured runs at {n:,} rows; exclusive wall seconds per step of the engine, timed by "
+    lines += summary_lines(runs)
+    notes = [x["note"] for x in results if x.get("note")]
+    for note in notes:
+        lines += [note, ""]
+    profiled = [ff for ff in runs if any(f.profile for f in ff.models)]
+    lines += step_table("Where the incremental time goes (measured runs; exclusive wall seconds per step of the engine, timed by "
                         "wrapping its methods in the script; Spark is lazy, so a step's time is the Spark work its own actions ran, and the "
-                        "change read is fused into the first action that needs it; Spark jobs from the event log):", main_runs, "steps")
+                        "change read is fused into the first action that needs it; Spark jobs from the event log):", profiled, "steps")
     lines += step_table("The same builds repeated on the project copy with the change read forced first (persist + count of the change's "
-                        "before/after/key images, so it has its own column; not the measured figure):", main_runs, "profile")
+                        "before/after/key images, so it has its own column; not the measured figure):", profiled, "profile")
     lines += ["Steps:", ""] + [f"- {k}: {v}" for k, v in Steps.LEGEND.items()] + [""]
-    recomputed = [f"{ff.fraction:.1%}" for ff in main_runs for f in ff.models if f.recompute]
+    recomputed = [f"{ff.rows:,} rows {ff.fraction:.1%}" for ff in runs for f in ff.models if f.recompute]
     if recomputed:
-        lines += [f"The aggregate model recomputed MIN/MAX groups from a full scan of `ods.orders` at {', '.join(recomputed)} "
-                  "(a change retracted a group's current min or max qty; with qty in 1..10 nearly every change batch does).", ""]
+        lines += [f"The aggregate model recomputed MIN/MAX groups from a full scan of `ods.orders` in every build measured ({len(recomputed)} "
+                  f"of {sum(1 for ff in runs for f in ff.models if f.strategy == 'aggregate')}): a change retracted some group's current "
+                  "min or max qty (qty is 1..10, so nearly every change batch does).", ""]
     return "\n".join(lines)
 
 
@@ -734,13 +763,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="replace this benchmark's section of this Markdown file")
     ap.add_argument("--note", default=None, help="a paragraph added to the Markdown section")
     ap.add_argument("--results", type=Path, default=None, help="also save the figures as JSON here")
-    ap.add_argument("--render", type=Path, default=None, help="no run: write the section (--out) from figures saved with --results")
+    ap.add_argument("--render", type=Path, action="append", default=None,
+                    help="no run: write the section (--out) from figures saved with --results (repeat to combine runs)")
     args = ap.parse_args(argv)
     if args.render:
-        result = load_results(args.render)
+        results = [load_results(path) for path in args.render]
         if args.note:
-            result["note"] = args.note
-        text = markdown_section(result)
+            results[0]["note"] = args.note
+        text = markdown_section(results)
         if args.out:
             write_markdown(args.out, text)
         else:
@@ -814,10 +844,10 @@ def main(argv: list[str] | None = None) -> int:
             save_results(args.results, result)
             say(f"saved the figures to {args.results}")
         if args.out:
-            write_markdown(args.out, markdown_section(result))
+            write_markdown(args.out, markdown_section([result]))
             say(f"wrote the section to {args.out}")
         else:
-            print(markdown_section(result))
+            print(markdown_section([result]))
         say("done")
         return 0
     finally:
