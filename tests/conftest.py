@@ -34,5 +34,5 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 @pytest.fixture
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
-        pytest.skip("needs ../shared/fixtures (the public Debezium captures) beside the repo")
+        pytest.skip(reason="needs ../shared/fixtures (the public Debezium captures) beside the repo")
     return FIXTURES
