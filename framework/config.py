@@ -204,6 +204,8 @@ def load_project(root: Path | str) -> Project:
                 issues.append(ConfigIssue(rel, None, f"tables[{i}].source", f"{t.source} is also declared in {sources[t.source]}", "declare each source table once"))
             if t.partition_by and t.partition_by.derived_name in t.key:
                 issues.append(ConfigIssue(rel, None, f"tables[{i}].partition_by.name", "the derived partition column clashes with a key column", "choose another `name:`"))
+            if not t.key and cfg is not None and cfg.ods.source.kind != "kafka":
+                issues.append(ConfigIssue(rel, None, f"tables[{i}].key", "no record key", "add `key: [id]` (only the Kafka source can take keys from message keys)"))
             files[t.table_name] = rel
             sources[t.source] = rel
             tables.append(t)

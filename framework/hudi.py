@@ -134,6 +134,14 @@ def last_commit_metadata(spark: SparkSession, path: Path, key_filter: str = META
     return Instant(inst.requestedTime(), inst.getCompletionTime(), inst.getAction()), lake
 
 
+def record_key(spark: SparkSession, path: Path) -> list[str]:
+    """The record key fields the table was created with (hoodie.properties); [] if none."""
+    if not table_exists(path):
+        return []
+    fields = _meta_client(spark, path).getTableConfig().getRecordKeyFields()
+    return [str(f) for f in fields.get()] if fields.isPresent() else []
+
+
 def commit_metadata(spark: SparkSession, path: Path) -> list[tuple[Instant, dict[str, str]]]:
     """Every completed commit with its lake extra metadata, oldest first."""
     if not table_exists(path):

@@ -50,20 +50,51 @@ class FileSourceConfig(StrictModel):
 
 
 class KafkaSourceConfig(StrictModel):
-    """Kafka topics carrying Debezium envelopes (see the Kafka issue; options validated here)."""
+    """Kafka topics carrying Debezium envelopes: one topic per table (`server.db.table`) or all
+    tables of a database in one topic — events are routed by their `source` block either way.
+
+    Security settings never go in YAML: every environment variable `LAKE_KAFKA_<NAME>` becomes
+    the Kafka client option `<name>` (lower case, `_` -> `.`), e.g. `LAKE_KAFKA_SASL_JAAS_CONFIG`
+    -> `sasl.jaas.config`. They are passed to Spark and never logged or stored.
+    """
 
     kind: Literal["kafka"]
-    bootstrap_servers: str
+    bootstrap_servers: str = Field(min_length=1)
     topics: list[str] | None = None
     topic_pattern: str | None = None
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     format: Literal["debezium-json"] = "debezium-json"
+    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    # Kafka's own semantics: fail when offsets were deleted by retention before lake read them.
+    fail_on_data_loss: bool = True
+    # How long `lake ingest` retries reaching the brokers before it gives up with an error.
+    connect_timeout_seconds: int = Field(default=30, ge=1)
+    # Other (non-secret) Kafka consumer options, e.g. {client.id: lake}.
+    options: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_of_topics(self) -> KafkaSourceConfig:
         if bool(self.topics) == bool(self.topic_pattern):
             raise ValueError("give exactly one of `topics: [...]` or `topic_pattern: ...`")
         return self
+
+    @field_validator("options")
+    @classmethod
+    def _no_secrets(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in v:
+            if re.search(r"password|jaas|secret|token|\.key$", k, re.IGNORECASE):
+                env = "LAKE_KAFKA_" + k.upper().replace(".", "_")
+                raise ValueError(f"{k!r} is a secret: set it in the environment variable {env} instead of lake.yaml")
+        return {str(k): str(val) for k, val in v.items()}
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers(cls, v: str) -> str:
+        for hp in v.split(","):
+            host, _, port = hp.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"{hp.strip()!r} is not host:port; give e.g. `localhost:9092` (several: comma-separated)")
+        return v
 
 
 SourceConfig = Annotated[FileSourceConfig | KafkaSourceConfig, Field(discriminator="kind")]
@@ -123,7 +154,8 @@ class OdsTable(StrictModel):
 
     source: str
     name: str | None = None
-    key: list[str] = Field(min_length=1)
+    # Record key columns. Empty only with the Kafka source: then the message key gives them.
+    key: list[str] = Field(default_factory=list)
     ordering: list[str] = Field(default_factory=list)
     partition_by: PartitionBy | None = None
     type: Literal["cow", "mor"] = "cow"
@@ -146,6 +178,13 @@ class OdsTable(StrictModel):
     def _table_name(cls, v: str | None) -> str | None:
         if v is not None and not _IDENT.match(v):
             raise ValueError("must be letters, digits and underscores (it becomes ods.<name>)")
+        return v
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: list[str]) -> list[str]:
+        if not v:  # explicitly empty; leaving `key` out is allowed with the Kafka source
+            raise ValueError("give `key` as a non-empty list, e.g. `key: [id]`")
         return v
 
     @field_validator("columns")

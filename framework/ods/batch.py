@@ -57,6 +57,7 @@ class TableState:
     last_stream: str | None = None
     last_batch: int = -1
     watermark: str | None = None  # bootstrap hand-off position (events at or before it are dropped)
+    key: list[str] = field(default_factory=list)  # the key a table without `key:` was created with
     loaded: bool = False
 
 
@@ -91,6 +92,8 @@ class OdsBatchWriter:
             for _inst, meta in hudi.commit_metadata(self.spark, path):
                 if "bootstrap_watermark" in meta:
                     st.watermark = meta["bootstrap_watermark"]
+                if meta.get("ods_key"):
+                    st.key = meta["ods_key"].split(",")
                 if "ods_stream" in meta:
                     st.last_stream = meta["ods_stream"]
                     st.last_batch = int(meta.get("ods_batch", "-1"))
@@ -133,7 +136,8 @@ class OdsBatchWriter:
             F.col("env._corrupt").alias("corrupt"),
             F.col("p._corrupt").alias("pcorrupt"),
             (
-                (F.trim(F.col("value")) == "null")
+                F.col("value").isNull()  # a Kafka tombstone (Debezium's after a delete)
+                | (F.trim(F.col("value")) == "null")
                 | (F.col("env.schema").isNotNull() & F.col("env.payload").isNull() & F.col("env.op").isNull()
                    & F.col("env._corrupt").isNull())
             ).alias("tombstone"),
@@ -144,6 +148,9 @@ class OdsBatchWriter:
         declared = F.col("tbl").isin(list(self.all_sources)) if self.all_sources else F.lit(False)
         key_problem: Column = F.lit(None).cast("string")
         for t in self.tables.values():
+            if not t.key:
+                key_problem = F.when(F.col("tbl") == t.source, F.lit("no record key: the table YAML declares no `key` and the Kafka message has no key")).otherwise(key_problem)
+                continue
             cond: Column | None = None
             for k in t.key:
                 missing = F.col("img").getItem(k).isNull()
@@ -188,9 +195,40 @@ class OdsBatchWriter:
             self.all_sources.add(tbl)
             names.add(name)
 
+    def _resolve_keys(self, msgs: DataFrame) -> None:
+        """Tables declared without `key:` take the fields of the Kafka message key (Debezium's
+        key struct, with or without a schema block); once written, the table keeps its key."""
+        keyless = [t for t in self.tables.values() if not t.key]
+        if not keyless:
+            return
+        missing = []
+        for t in keyless:
+            st = self._state(t)
+            if st.key:
+                self.tables[t.source] = t.model_copy(update={"key": list(st.key)})
+            else:
+                missing.append(t.source)
+        if not missing or "msg_key" not in msgs.columns:
+            return
+        env = F.from_json(F.col("value"), D.ENVELOPE, D.JSON_OPTS)
+        src = F.from_json(F.coalesce(F.from_json(env["payload"], D.PAYLOAD)["source"], env["source"]), D.SOURCE)
+        kmap = F.from_json(F.col("msg_key"), D.IMAGE_MAP)  # type: ignore[arg-type]
+        inner = F.from_json(kmap.getItem("payload"), D.IMAGE_MAP)  # type: ignore[arg-type]
+        fields = F.when(kmap.getItem("schema").isNotNull() & inner.isNotNull(), F.map_keys(inner)).otherwise(F.map_keys(kmap))
+        found = (
+            msgs.where(F.col("msg_key").isNotNull())
+            .select(F.concat_ws(".", src["db"], src["table"]).alias("tbl"), fields.alias("fields"))
+            .where(F.col("tbl").isin(missing) & (F.size("fields") > 0))
+            .groupBy("tbl").agg(F.first("fields").alias("fields"))
+            .collect()
+        )
+        for r in found:
+            self.tables[r["tbl"]] = self.tables[r["tbl"]].model_copy(update={"key": list(r["fields"])})
+
     def process(self, msgs: DataFrame, batch_id: int) -> BatchResult:
         started = datetime.now(timezone.utc)
         self._auto_create(msgs)
+        self._resolve_keys(msgs)
         parsed = self.parse(msgs).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             return self._process(parsed, batch_id, started)
@@ -418,11 +456,12 @@ class OdsBatchWriter:
                 extra=self.project.config.hudi,
             )
             failpoint("before_table_commit")
-            hudi.write(out, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id)})
+            hudi.write(out, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)})
             failpoint("after_table_commit")
         finally:
             out.unpersist()
         st.columns = dict(target)
+        st.key = list(t.key)
         st.last_stream, st.last_batch = self.stream_id, batch_id
         tr.status = "ok"
         return tr

@@ -64,7 +64,11 @@ class Builder:
         self.models = models
         self.layout = Layout(project.warehouse)
         self.reader = TableReader(spark, self.layout)
-        self.ods_keys = {t.qualified_name: tuple(t.key) for t in project.ods_tables}
+        # ODS tables declared without `key:` (Kafka source) use the key they were created with.
+        self.ods_keys = {
+            t.qualified_name: tuple(t.key or hudi.record_key(spark, self.layout.table(t.qualified_name)))
+            for t in project.ods_tables
+        }
         self._analysis: dict[str, Analysis] = {}
         self.local = project.config.spark.master.startswith("local")
 
