@@ -250,6 +250,42 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
         sys.exit(1)
 
 
+@main.command("run")
+@click.argument("selectors", nargs=-1)
+@click.option("--continuous", is_flag=True, help="Repeat every --trigger until Ctrl-C / SIGTERM (the cycle in flight finishes).")
+@click.option("--trigger", default=None, help="Cycle interval for --continuous, e.g. 10s (default ods.trigger_seconds).")
+@click.option("--exclude", multiple=True, help="Selectors to leave out.")
+@click.option("--cycles", type=int, default=None, help="Stop after N cycles (with --continuous).")
+@click.option("--json", "as_json", is_flag=True, help="Print each cycle's run record as JSON (one line each).")
+@click.pass_obj
+@handle_errors
+def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str | None, exclude: tuple[str, ...],
+            cycles: int | None, as_json: bool) -> None:
+    """Ingest, then build incrementally the selected models the new events reach."""
+    from framework import report
+    from framework.continuous import run_continuous
+    from framework.session import spark_session
+    from framework.transform.runner import load
+
+    project = obj.project()
+    load(project)
+    secs = _parse_seconds(trigger) if trigger else project.config.ods.trigger_seconds
+    spark = spark_session(project)
+    printer = report.cycle_printer(obj.console)
+
+    def show(rec: Any) -> None:
+        if as_json:
+            click.echo(rec.model_dump_json())
+        elif not obj.quiet:
+            printer(rec)
+
+    records = run_continuous(spark, project, list(selectors), list(exclude), sys.argv[1:], secs, on_cycle=show,
+                             on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console),
+                             max_cycles=cycles if continuous else 1)
+    if any(r.status == "failed" for r in records[-1:]):
+        sys.exit(1)
+
+
 @main.command()
 @click.argument("selectors", nargs=-1)
 @click.option("--incremental", is_flag=True)

@@ -150,3 +150,21 @@ def print_runs(console: Console, records: list[Any]) -> None:
             summary = (r.error or "")[:80]
         t.add_row(r.run_id, r.command, r.status, r.started_at.strftime("%Y-%m-%d %H:%M:%S"), secs, summary)
     console.print(t)
+
+
+def cycle_printer(console: Console) -> Callable[[Any], None]:
+    """One line per `lake run` cycle: events ingested, models built, freshness."""
+
+    def show(rec: Any) -> None:
+        events = rec.ingest.events if rec.ingest else 0
+        built = [m for m in rec.models if m.mode in ("full", "incremental")]
+        fresh = ", ".join(f"{k} {v.oldest_event_lag_s:.1f}s" for k, v in sorted(rec.freshness.items()))
+        colour = "red" if rec.status == "failed" else "green"
+        console.print(
+            f"[{colour}]run {rec.run_id}[/]: {events} events, {len(built)} model(s) built"
+            + (f"; freshness (oldest event → commit) {fresh}" if fresh else "")
+            + (f"; [red]{rec.error}[/]" if rec.error else ""),
+            highlight=False,
+        )
+
+    return show

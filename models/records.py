@@ -20,6 +20,8 @@ class TableBatchResult(BaseModel):
     before_bootstrap: int = 0
     status: Literal["ok", "already_committed", "dead_letter", "pending"] = "pending"
     reason: str | None = None
+    event_ts_min: datetime | None = None  # source event time (Debezium source.ts_ms) range
+    event_ts_max: datetime | None = None
 
 
 class BatchResult(BaseModel):
@@ -54,6 +56,9 @@ class IngestSummary(BaseModel):
                 acc.dead_letter += t.dead_letter
                 acc.truncated += t.truncated
                 acc.before_bootstrap += t.before_bootstrap
+                for attr, pick in (("event_ts_min", min), ("event_ts_max", max)):
+                    vals = [v for v in (getattr(acc, attr), getattr(t, attr)) if v is not None]
+                    setattr(acc, attr, pick(vals) if vals else None)
                 if t.status == "dead_letter":
                     acc.status, acc.reason = "dead_letter", t.reason
         return out
@@ -90,6 +95,15 @@ class ModelResult(BaseModel):
     upstream: dict[str, str] = Field(default_factory=dict)  # upstream -> completion time consumed
     seconds: float = 0.0
     error: str | None = None
+    committed_at: datetime | None = None  # when the model's Hudi commit had completed
+
+
+class Freshness(BaseModel):
+    """Source event time -> model commit, for the events one `lake run` cycle ingested."""
+
+    events: int
+    oldest_event_lag_s: float  # commit time minus the oldest source event time of the cycle
+    newest_event_lag_s: float  # commit time minus the newest one
 
 
 class RunRecord(BaseModel):
@@ -104,3 +118,4 @@ class RunRecord(BaseModel):
     error: str | None = None
     ingest: IngestSummary | None = None
     models: list[ModelResult] = Field(default_factory=list)
+    freshness: dict[str, Freshness] = Field(default_factory=dict)  # per model built by `lake run`

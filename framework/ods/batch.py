@@ -61,6 +61,11 @@ class TableState:
     loaded: bool = False
 
 
+def _utc(ts: datetime) -> datetime:
+    """Spark returns naive datetimes in the driver's local zone; make them aware UTC."""
+    return ts.astimezone(timezone.utc) if ts.tzinfo is None else ts
+
+
 class OdsBatchWriter:
     """Writes micro-batches of CDC messages into the project's ODS tables."""
 
@@ -246,6 +251,8 @@ class OdsBatchWriter:
                 F.max("arrival").alias("last_arrival"),
                 F.array_distinct(F.flatten(F.collect_set(F.when(ok & F.col("schema_raw").isNull(), F.map_keys("img"))))).alias("keys"),
                 F.sum(F.when(F.col("op") == "d", 1).otherwise(0)).alias("deletes"),
+                F.min("_event_ts").alias("event_ts_min"),
+                F.max("_event_ts").alias("event_ts_max"),
             )
             .collect()
         )
@@ -357,6 +364,9 @@ class OdsBatchWriter:
         st = self._state(t)
         n = sum(r["n"] for r in rows)
         tr = TableBatchResult(table=t.qualified_name, events=n)
+        stamps = [r[c] for r in rows for c in ("event_ts_min", "event_ts_max") if r[c] is not None]
+        if stamps:  # source event times (for freshness: event time -> commit time downstream)
+            tr.event_ts_min, tr.event_ts_max = (_utc(min(stamps)), _utc(max(stamps)))
         mine = parsed.where((F.col("tbl") == t.source) & (F.col("status") == "ok"))
         target, versions, error = self._resolve_columns(parsed, t, rows, st)
         if error:

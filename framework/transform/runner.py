@@ -7,6 +7,7 @@ the run exits non-zero.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timezone
 
 import networkx as nx
 from pyspark.sql import SparkSession
@@ -56,6 +57,8 @@ def build(
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 r = ModelResult(model=name, strategy="-", mode="failed", reason=f"{type(e).__name__}: {first[:300]}", error=str(e))
                 blocked[name] = r.reason
+        if r.mode in ("full", "incremental") and r.committed_at is None:
+            r.committed_at = datetime.now(timezone.utc)
         results.append(r)
         if on_result:
             on_result(r)

@@ -8,11 +8,11 @@ tables of one clean run; bad messages go to the dead letter with topic/partition
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import subprocess
 import sys
-import os
 from pathlib import Path
 from typing import Any
 

@@ -1,0 +1,93 @@
+"""`lake run`: ingest then build the affected models incrementally, one run record per cycle
+with freshness; `--continuous` repeats and stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from framework import history
+from framework.continuous import run_continuous
+from framework.transform.reader import TableReader
+from tests.helpers import LakeProject, envelope
+
+ODS = """
+tables:
+  - {source: shop.users, key: [id]}
+  - {source: shop.orders, key: [id]}
+"""
+MODELS = {
+    "dws/users_by_city.sql": "select city, count(*) as n, sum(score) as score from ods.users group by city",
+    "dwd/big_orders.sql": "select id, amount from ods.orders where amount > 5",
+}
+
+
+def _project(root: Path) -> LakeProject:
+    lp = LakeProject(root, ODS)
+    for rel, text in MODELS.items():
+        p = root / "layers" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return lp
+
+
+def _rows(spark: Any, lp: LakeProject, model: str) -> list[tuple]:
+    return sorted(tuple(r) for r in TableReader(spark, lp.layout).snapshot(model).collect())
+
+
+def test_cycles_build_only_what_new_events_reach(tmp_path: Path, spark: Any) -> None:
+    lp = _project(tmp_path)
+    now_ms = int(time.time() * 1000)
+    lp.write_cdc([
+        envelope("c", "shop.users", None, {"id": 1, "city": "sh", "score": 5}, pos=1, ts=now_ms - 2000),
+        envelope("c", "shop.users", None, {"id": 2, "city": "bj", "score": 7}, pos=2, ts=now_ms - 1000),
+        envelope("c", "shop.orders", None, {"id": 10, "amount": 9}, pos=3, ts=now_ms),
+    ])
+    first, idle = run_continuous(spark, lp.project, [], [], ["run"], trigger_seconds=0, max_cycles=2)
+    assert {m.model: m.mode for m in first.models} == {"dwd.big_orders": "full", "dws.users_by_city": "full"}
+    f = first.freshness["dws.users_by_city"]
+    assert f.events == 2 and f.oldest_event_lag_s >= f.newest_event_lag_s + 0.9 > 0.9
+    assert idle.models == [] and idle.ingest is not None and idle.ingest.events == 0
+    # Only users change: only the users model is built, incrementally, and equals the source state.
+    lp.write_cdc([envelope("u", "shop.users", {"id": 2, "city": "bj", "score": 7}, {"id": 2, "city": "sh", "score": 1}, pos=4)])
+    (third,) = run_continuous(spark, lp.project, [], [], ["run"], trigger_seconds=0, max_cycles=1)
+    assert [(m.model, m.mode) for m in third.models] == [("dws.users_by_city", "incremental")]
+    assert _rows(spark, lp, "dws.users_by_city") == [("sh", 2, 6)]
+    stored = history.runs(lp.layout)
+    assert [r.command for r in stored] == ["run", "run", "run"]
+    assert stored[0].freshness["dws.users_by_city"].events == 2
+
+
+def test_selectors_limit_the_models(tmp_path: Path, spark: Any) -> None:
+    lp = _project(tmp_path)
+    lp.write_cdc([envelope("c", "shop.users", None, {"id": 1, "city": "sh", "score": 5}, pos=1),
+                  envelope("c", "shop.orders", None, {"id": 10, "amount": 9}, pos=2)])
+    stop = threading.Event()
+    (rec,) = run_continuous(spark, lp.project, ["dwd.big_orders"], [], ["run"], trigger_seconds=0, max_cycles=1, stop_event=stop)
+    assert [m.model for m in rec.models] == ["dwd.big_orders"]
+
+
+def test_continuous_subprocess_stops_cleanly_on_sigterm(tmp_path: Path, spark: Any) -> None:
+    lp = _project(tmp_path)
+    lp.write_cdc([envelope("c", "shop.users", None, {"id": 1, "city": "sh", "score": 5}, pos=1)])
+    proc = subprocess.Popen([sys.executable, "-m", "framework.cli", "--project", str(tmp_path), "run", "--continuous", "--trigger", "2s"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    runs_dir = lp.layout.runs
+    deadline = time.time() + 240
+    while time.time() < deadline and not (runs_dir.is_dir() and list(runs_dir.glob("*.json"))):
+        time.sleep(1)
+    lp.write_cdc([envelope("c", "shop.users", None, {"id": 2, "city": "bj", "score": 1}, pos=2)])
+    while time.time() < deadline and sum(1 for r in history.runs(lp.layout) if r.ingest and r.ingest.events) < 2:
+        time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    records = history.runs(lp.layout)
+    assert len(records) >= 2 and all(r.status == "ok" for r in records)
+    assert _rows(spark, lp, "dws.users_by_city") == [("bj", 1, 1), ("sh", 1, 5)]
