@@ -55,8 +55,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _cluster_id() -> str:
-    """Kafka's Uuid text form: 16 random bytes, base64url without padding, not starting with '-'."""
+def _cluster_id(data_dir: Path) -> str:
+    """The id the data dir was formatted with, so a restart keeps its topics; else a new one.
+
+    Kafka's Uuid text form: 16 random bytes, base64url without padding, not starting with '-'.
+    """
+    meta = data_dir / "meta.properties"
+    if meta.exists():
+        for line in meta.read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1].strip()
     while True:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not text.startswith("-"):
@@ -197,14 +205,14 @@ class KafkaBroker:
 
         fmt = subprocess.run(
             self._java(classpath, "kafka.tools.StorageTool", "format", "--ignore-formatted",
-                       "-t", _cluster_id(), "-c", str(props_file), heap="256m"),
+                       "-t", _cluster_id(self.work_dir / "data"), "-c", str(props_file), heap="256m"),
             capture_output=True, text=True, timeout=self.start_timeout,
         )  # fmt: skip
         if fmt.returncode != 0:
             raise EnvironmentProblem(
                 f"formatting Kafka storage in {self.work_dir / 'data'} failed:\n"
                 + _tail(fmt.stdout + fmt.stderr),
-                fix="check the Kafka jars (`make install`) and that Java 17 is installed",
+                fix="the line above names the cause; the jars come from `make install`, Java 17 must be installed",
             )
 
         main_thread = threading.current_thread() is threading.main_thread()
@@ -378,4 +386,6 @@ class KafkaBroker:
 
 
 def _tail(text: str, n: int = 10) -> str:
-    return "\n".join(text.strip().splitlines()[-n:])
+    """Last `n` lines that say something: indented lines (stack frames, the config dump) are left out."""
+    lines = [line for line in text.strip().splitlines() if line and not line[0].isspace()]
+    return "\n".join(lines[-n:])
