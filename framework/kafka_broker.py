@@ -389,3 +389,31 @@ def _tail(text: str, n: int = 10) -> str:
     """Last `n` lines that say something: indented lines (stack frames, the config dump) are left out."""
     lines = [line for line in text.strip().splitlines() if line and not line[0].isspace()]
     return "\n".join(lines[-n:])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m framework.kafka_broker [WORK_DIR]` (`make kafka-broker`): run until Ctrl-C."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Run a single-node Kafka broker on loopback.")
+    parser.add_argument(
+        "work_dir", nargs="?", default="out/kafka", help="data and logs (default: out/kafka)"
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=1, help="num.partitions for auto-created topics"
+    )
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with KafkaBroker(args.work_dir, num_partitions=args.partitions) as broker:
+        print(
+            f"Kafka {KAFKA_VERSION} on {broker.bootstrap_servers} (pid {broker.pid}), started in "
+            f"{broker.startup_seconds:.1f}s; log: {broker.log_file}; Ctrl-C stops it",
+            flush=True,
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            while broker.process is not None and broker.process.poll() is None:
+                time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()
