@@ -5,24 +5,29 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install jars demo test unit lint bench clean
+.PHONY: install jars demo kafka-broker test unit lint bench clean
 
 install: $(STAMP) jars
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required: apt-get install -y openjdk-17-jre-headless"; exit 1; }
-	@command -v mvn >/dev/null || { echo "Maven is required to fetch the Hudi bundle: apt-get install -y maven"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven is required to fetch the Hudi bundle and the Kafka jars: apt-get install -y maven"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
+# The Hudi bundle, Spark's Kafka connector and the Kafka broker, into .cache/jars (or $LAKE_JAR_CACHE).
 jars: $(STAMP)
 	@$(PY) -m framework.jars >/dev/null
 
 demo: install
 	$(VENV)/bin/lake demo
+
+# A single-node Kafka broker on a free loopback port, data in out/kafka, until Ctrl-C.
+kafka-broker: install
+	$(PY) -m framework.kafka_broker out/kafka
 
 test: install
 	$(VENV)/bin/pytest -q -p no:cacheprovider

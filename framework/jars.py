@@ -2,6 +2,18 @@
 
 The Hudi bundle is pinned together with pyspark (pyproject.toml): Hudi 1.2.0 is compiled against
 Spark 3.5.5 and Scala 2.12, the Scala version of the pip pyspark 3.5 wheels.
+
+Kafka needs whole dependency trees, not one jar: `ensure_artifacts` resolves them with
+`mvn dependency:copy-dependencies` into one directory per purpose under the same cache:
+
+- the broker (tests, `make demo-kafka`): Kafka 3.9.2, the last line that still ships a Scala
+  broker jar with the ZooKeeper-free KRaft mode and runs on Java 17; its protocol serves the
+  kafka-clients 3.4.1 inside Spark's connector. Plus slf4j-reload4j so it logs to a file.
+- the Spark connector: spark-sql-kafka-0-10_2.12 without anything pyspark's own jars already
+  hold (Spark, Scala, Hadoop, slf4j, compression codecs). 3.5.3, not 3.5.5: the Maven Central
+  this project fetches from has no 3.5.4-3.5.6 of that artifact (3.5.0, 3.5.1, 3.5.3, 3.5.7).
+  An older connector on a newer Spark of the same 3.5 line is the safe direction; 3.5.7 could
+  call Spark methods that 3.5.5 lacks.
 """
 
 from __future__ import annotations
@@ -9,11 +21,35 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from framework.errors import EnvironmentProblem
 
 HUDI_BUNDLE = "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.2.0"
+
+KAFKA_VERSION = "3.9.2"
+KAFKA_BROKER = (
+    f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+    # Kafka's distribution logs through slf4j -> reload4j; the Maven artifact leaves the binding out.
+    "org.slf4j:slf4j-reload4j:1.7.36",
+    "ch.qos.reload4j:reload4j:1.2.25",
+)
+SPARK_KAFKA_CONNECTOR = ("org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.3",)
+# Already in pyspark/jars (or Spark itself): two copies on one classpath is asking for trouble.
+SPARK_PROVIDED = (
+    "org.apache.spark:spark-tags_2.12",
+    "org.scala-lang:*",
+    "org.apache.hadoop:*",
+    "commons-logging:*",
+    "org.slf4j:*",
+    "org.lz4:*",
+    "org.xerial.snappy:*",
+    "com.github.luben:*",
+    "com.google.code.findbugs:*",
+)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -52,15 +88,94 @@ def ensure_jar(coordinate: str) -> Path:
     return path
 
 
-def ensure_java() -> None:
-    """Fail with a clear message when no Java 17+ runtime is available."""
+def _pom(coordinates: Sequence[str], exclude: Sequence[str]) -> str:
+    """A throwaway pom whose only job is to declare `coordinates` as dependencies."""
+    exclusions = "".join(
+        "<exclusion><groupId>{}</groupId><artifactId>{}</artifactId></exclusion>".format(
+            *map(escape, e.split(":"))
+        )
+        for e in exclude
+    )
+    deps = "".join(
+        "<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version>"
+        "<exclusions>{}</exclusions></dependency>\n".format(*map(escape, c.split(":")), exclusions)
+        for c in coordinates
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>lake.fetch</groupId><artifactId>fetch</artifactId><version>0</version>"
+        f"<packaging>pom</packaging><dependencies>\n{deps}</dependencies></project>\n"
+    )
+
+
+def ensure_artifacts(name: str, coordinates: Sequence[str], exclude: Sequence[str] = ()) -> list[Path]:
+    """Return the jars of `coordinates` plus their runtime dependencies, in `cache_dir()/name`.
+
+    Fetched with mvn on first use. `exclude` holds "group:artifact" patterns ("*" allowed) whose
+    whole subtree is left out. A marker file naming coordinates and exclusions makes the call
+    idempotent; changing either refetches the directory from scratch.
+    """
+    target = cache_dir() / name
+    marker = target / ".complete"
+    wanted = "\n".join([*coordinates, *(f"exclude {e}" for e in exclude)]) + "\n"
+    if marker.exists() and marker.read_text() == wanted:
+        return sorted(target.glob("*.jar"))
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise EnvironmentProblem(
+            f"the jars for {name} ({', '.join(coordinates)}) are not in {target} and `mvn` is not installed",
+            fix="install Maven (apt-get install maven) and run `make install`",
+        )
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(prefix="lake-mvn-") as tmp:
+        (Path(tmp) / "pom.xml").write_text(_pom(coordinates, exclude))
+        proc = subprocess.run(
+            [mvn, "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={target}"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+        )
+    jars = sorted(target.glob("*.jar"))
+    if proc.returncode != 0 or not jars:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        raise EnvironmentProblem(
+            f"mvn could not fetch {', '.join(coordinates)} with its dependencies:\n{tail}",
+            fix="check that Maven Central is reachable (mvn -v; ~/.m2/settings.xml), then run `make install`",
+        )
+    marker.write_text(wanted)
+    return jars
+
+
+def kafka_broker_classpath() -> list[Path]:
+    """Jars to run a Kafka broker (`java -cp ... kafka.Kafka server.properties`)."""
+    return ensure_artifacts(f"kafka-broker-{KAFKA_VERSION}", KAFKA_BROKER)
+
+
+def kafka_connector_jars() -> list[Path]:
+    """Jars to add to pyspark's own for `spark.readStream.format("kafka")`."""
+    version = SPARK_KAFKA_CONNECTOR[0].rsplit(":", 1)[1]
+    return ensure_artifacts(f"spark-kafka-{version}", SPARK_KAFKA_CONNECTOR, SPARK_PROVIDED)
+
+
+def java_executable() -> str:
+    """Path of `java` ($JAVA_HOME/bin first, then PATH); EnvironmentProblem when there is none."""
     java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if os.environ.get("JAVA_HOME") else shutil.which("java")
     if java is None:
         raise EnvironmentProblem(
-            "no Java runtime found (Spark needs Java 17)",
+            "no Java runtime found (Spark and the Kafka broker need Java 17)",
             fix="install OpenJDK 17 (apt-get install openjdk-17-jre-headless) or set JAVA_HOME",
         )
+    return java
+
+
+def ensure_java() -> None:
+    """Fail with a clear message when no Java 17+ runtime is available."""
+    java_executable()
 
 
 if __name__ == "__main__":  # used by `make install`
     print(ensure_jar(HUDI_BUNDLE))
+    for jar in [*kafka_connector_jars(), *kafka_broker_classpath()]:
+        print(jar)

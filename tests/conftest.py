@@ -1,11 +1,15 @@
-"""Shared fixtures: one SparkSession (with the Hudi bundle) for the whole test session."""
+"""Shared fixtures: one SparkSession (with the Hudi bundle) and one Kafka broker per test session."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from framework.kafka_broker import KafkaBroker
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures"
@@ -15,6 +19,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        if "kafka_broker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kafka)
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +35,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     session = spark_session(load_project(base))
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A real single-node Kafka broker (KRaft) on loopback; `.bootstrap_servers`, `.produce`, ..."""
+    from tests.kafka_fixture import running_broker
+
+    yield from running_broker(tmp_path_factory.mktemp("kafka"))
 
 
 @pytest.fixture

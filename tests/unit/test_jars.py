@@ -1,0 +1,34 @@
+"""ensure_artifacts: a complete cache directory is reused without mvn; a changed request refetches."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from framework import jars
+from framework.errors import EnvironmentProblem
+
+
+def test_complete_directory_is_reused_without_mvn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKE_JAR_CACHE", str(tmp_path))
+    monkeypatch.setattr(jars.shutil, "which", lambda name, **kw: None)  # no mvn, no java
+    target = tmp_path / "thing"
+    target.mkdir()
+    (target / "b-1.0.jar").write_bytes(b"x")
+    (target / "a-2.0.jar").write_bytes(b"x")
+    (target / ".complete").write_text("g:a:2.0\nexclude g:b\n")
+
+    assert [p.name for p in jars.ensure_artifacts("thing", ["g:a:2.0"], ["g:b"])] == ["a-2.0.jar", "b-1.0.jar"]
+    with pytest.raises(EnvironmentProblem, match="mvn"):  # other coordinates: must fetch again
+        jars.ensure_artifacts("thing", ["g:a:3.0"], ["g:b"])
+
+
+def test_pom_declares_each_coordinate_with_every_exclusion() -> None:
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    root = ET.fromstring(jars._pom(["g:a:1", "h:b:2"], ["x:*", "y:z"]))
+    deps = root.findall("m:dependencies/m:dependency", ns)
+    assert [(d.findtext("m:groupId", namespaces=ns), d.findtext("m:version", namespaces=ns)) for d in deps] == [("g", "1"), ("h", "2")]
+    for d in deps:
+        assert [e.findtext("m:artifactId", namespaces=ns) for e in d.findall("m:exclusions/m:exclusion", ns)] == ["*", "z"]
