@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from framework.jars import HUDI_BUNDLE, ensure_jar, ensure_java
+from framework.jars import HUDI_BUNDLE, ensure_jar, ensure_java, kafka_connector_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,8 +36,11 @@ logger.jetty.level = error
 JVM_OPTIONS = "-Djol.skipHotspotSAAttach=true -Djol.magicFieldOffset=true"
 
 
-def base_conf(master: str, warehouse: Path, log_dir: Path) -> dict[str, str]:
-    """Spark confs every lake session uses (user `spark.conf` entries are applied after)."""
+def base_conf(master: str, warehouse: Path, log_dir: Path, kafka: bool = True) -> dict[str, str]:
+    """Spark confs every lake session uses (user `spark.conf` entries are applied after).
+
+    The Kafka connector's four jars ride along by default so one session (the test suite's)
+    serves every source; they are only loaded when a Kafka stream is read."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log4j = log_dir / "log4j2.properties"
     log4j.write_text(_LOG4J.format(path=log_dir / "spark.log"))
@@ -46,7 +49,7 @@ def base_conf(master: str, warehouse: Path, log_dir: Path) -> dict[str, str]:
     return {
         "spark.master": master,
         "spark.app.name": "lake",
-        "spark.jars": str(ensure_jar(HUDI_BUNDLE)),
+        "spark.jars": ",".join([str(ensure_jar(HUDI_BUNDLE))] + ([str(p) for p in kafka_connector_jars()] if kafka else [])),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
