@@ -288,6 +288,29 @@ def dag(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
     click.echo(render(g, fmt, only))
 
 
+@main.command()
+@click.argument("column")
+@click.option("--format", "fmt", type=click.Choice(["tree", "text", "json"]), default="tree", show_default=True)
+@click.pass_obj
+@handle_errors
+def lineage(obj: Ctx, column: str, fmt: str) -> None:
+    """Upstream columns a model column derives from, down to ODS: dws.user_agg.num (no Spark)."""
+    from framework.transform.dag import build_graph
+    from framework.transform.lineage import Tracer
+    from framework.transform.lineage_render import render_json, render_text, render_tree
+    from framework.transform.loader import load_models
+
+    project = obj.project()
+    models = load_models(project)
+    build_graph(project, models)  # a cycle is a config error here too
+    node = Tracer.for_project(project, models).trace(column)
+    if fmt == "json":
+        click.echo(render_json(node))
+    elif fmt == "text":
+        click.echo(render_text(node))
+    else:
+        Console().print(render_tree(node))
+
 
 @main.group(invoke_without_command=True)
 @click.option("--last", default=20, show_default=True, help="How many recent runs.")
