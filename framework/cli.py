@@ -55,6 +55,27 @@ def recorded(project: Any, command: str) -> Iterator[Any]:
         history.save(Layout(project.warehouse), rec)
 
 
+LOCK_TIMEOUT = click.option(
+    "--lock-timeout", default=30.0, show_default=True, metavar="SECONDS",
+    help="Wait this long for another lake process writing the same tables; 0 fails at once.")
+
+
+def locked(project: Any, names: list[str], timeout: float) -> contextlib.AbstractContextManager[Any]:
+    """Hold the project locks of the tables (and checkpoint) a command writes (framework/lock.py)."""
+    import shlex
+
+    from framework.lock import hold
+    from framework.paths import Layout
+
+    def stale(name: str, h: Any) -> None:
+        err_console.print(f"note: lock {name} was left by pid {h.pid} on {h.host} (`{_escape(h.command)}`, "
+                          f"since {h.since:%Y-%m-%d %H:%M:%S}Z), which exited without releasing it; taken over",
+                          highlight=False)
+
+    return hold(Layout(project.warehouse).locks, names, command=shlex.join(["lake", *sys.argv[1:]]),
+                timeout=timeout, on_stale=stale)
+
+
 def handle_errors(fn: F) -> F:
     """Print user errors without a stack trace (exit 1); internal errors exit 2."""
 
@@ -130,12 +151,14 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
 @click.option("--position", default=None, help="Source position of the dump: mysql-bin.000003:1234, lsn:123456 or an ISO time.")
 @click.option("--format", "dump_format", type=click.Choice(["auto", "parquet", "csv"]), default="auto")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
 def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstrap: str | None, dump_path: Path | None,
-           position: str | None, dump_format: str, as_json: bool) -> None:
+           position: str | None, dump_format: str, as_json: bool, lock_timeout: float) -> None:
     """Ingest CDC events into the ODS Hudi tables (one streaming job for all tables)."""
     from framework import report
+    from framework.lock import ingest_lock, table_lock
     from framework.session import spark_session
 
     project = obj.project()
@@ -145,22 +168,27 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
         table = project.ods_table(bootstrap)
         from framework.ods.bootstrap import run_bootstrap
 
-        spark = spark_session(project)
-        res = run_bootstrap(spark, project, table, dump_path, position=position, fmt=dump_format)
+        with locked(project, [table_lock(table.qualified_name)], lock_timeout):
+            spark = spark_session(project)
+            res = run_bootstrap(spark, project, table, dump_path, position=position, fmt=dump_format)
         if as_json:
             click.echo(res.model_dump_json(indent=2))
         else:
             obj.console.print(f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'})")
         return
     secs = _parse_seconds(trigger) if trigger else None
-    from framework.ods.ingest import run_ingest
+    from framework.ods.ingest import checkpoint_name, run_ingest
 
-    spark = spark_session(project)
-    on_batch = None if (obj.quiet or as_json) else report.batch_printer(obj.console)
-    with recorded(project, "ingest") as rec:
-        summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
-                             trigger_seconds=secs, on_batch=on_batch)
-        rec.ingest = summary
+    only = sorted({t.strip().removeprefix("ods.") for t in tables.split(",")}) if tables else None
+    writes = only or [t.table_name for t in project.ods_tables]
+    names = [ingest_lock(checkpoint_name(only)), *(table_lock(f"ods.{t}") for t in writes)]
+    with locked(project, names, lock_timeout):
+        spark = spark_session(project)
+        on_batch = None if (obj.quiet or as_json) else report.batch_printer(obj.console)
+        with recorded(project, "ingest") as rec:
+            summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
+                                 trigger_seconds=secs, on_batch=on_batch)
+            rec.ingest = summary
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     else:
@@ -223,25 +251,30 @@ def demo(obj: Ctx, events: int, seed: int, fresh: bool) -> None:
 @click.option("--incremental", is_flag=True, help="Build each model incrementally where its checkpoint allows.")
 @click.option("--exclude", multiple=True, help="Selectors to leave out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool) -> None:
+def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, lock_timeout: float) -> None:
     """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance."""
     from framework import report
+    from framework.lock import table_lock
     from framework.session import spark_session
+    from framework.transform.dag import select
     from framework.transform.runner import build as run_build
     from framework.transform.runner import load
 
     project = obj.project()
-    load(project)  # config and model errors before Spark starts
-    spark = spark_session(project)
-    show = None if (obj.quiet or as_json) else report.model_printer(obj.console)
-    with recorded(project, "build") as rec:
-        results = run_build(spark, project, list(selectors), list(exclude), incremental, on_result=show)
-        rec.models = results
-        if any(r.mode in ("failed", "skipped") for r in results):
-            rec.status = "failed"
-            rec.error = "; ".join(f"{r.model}: {r.reason}" for r in results if r.mode == "failed")
+    models, g = load(project)  # config and model errors before Spark starts
+    names = [table_lock(n) for n in select(g, models, list(selectors), list(exclude))]
+    with locked(project, names, lock_timeout):  # one writer per model, before Spark starts
+        spark = spark_session(project)
+        show = None if (obj.quiet or as_json) else report.model_printer(obj.console)
+        with recorded(project, "build") as rec:
+            results = run_build(spark, project, list(selectors), list(exclude), incremental, on_result=show)
+            rec.models = results
+            if any(r.mode in ("failed", "skipped") for r in results):
+                rec.status = "failed"
+                rec.error = "; ".join(f"{r.model}: {r.reason}" for r in results if r.mode == "failed")
     if as_json:
         click.echo(json.dumps([r.model_dump() for r in results], indent=2))
     else:
@@ -323,6 +356,69 @@ def dag(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
         only = chosen | {u for n in chosen for u in g.predecessors(n)}
     click.echo(render(g, fmt, only))
 
+
+@main.command()
+@click.argument("column")
+@click.option("--format", "fmt", type=click.Choice(["tree", "text", "json"]), default="tree", show_default=True)
+@click.pass_obj
+@handle_errors
+def lineage(obj: Ctx, column: str, fmt: str) -> None:
+    """Upstream columns a model column derives from, down to ODS: dws.user_agg.num (no Spark)."""
+    from framework.transform.dag import build_graph
+    from framework.transform.lineage import Tracer
+    from framework.transform.lineage_render import render_json, render_text, render_tree
+    from framework.transform.loader import load_models
+
+    project = obj.project()
+    models = load_models(project)
+    build_graph(project, models)  # a cycle is a config error here too
+    node = Tracer.for_project(project, models).trace(column)
+    if fmt == "json":
+        click.echo(render_json(node))
+    elif fmt == "text":
+        click.echo(render_text(node))
+    else:
+        Console().print(render_tree(node))
+
+
+@main.command()
+@click.option("--list", "list_only", is_flag=True, help="Print each schedule with its next fire times, then exit.")
+@click.option("--next", "count", default=3, show_default=True, help="How many fire times --list shows.")
+@click.option("--airflow", "airflow_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write an Airflow DAG file (one DAG per schedule) to this path, then exit.")
+@click.option("--lake-bin", default="lake", show_default=True, help="With --airflow: the lake executable on the workers.")
+@click.pass_obj
+@handle_errors
+def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, lake_bin: str) -> None:
+    """Run the `schedules:` of lake.yaml until SIGTERM/Ctrl-C (each run in its own `lake` process)."""
+    from framework import schedule as sched
+
+    project = obj.project()
+    schedules = list(project.config.schedules)
+    if not schedules:
+        raise LakeError("lake.yaml has no `schedules:`",
+                        fix="add e.g. schedules: [{name: nightly, cron: '0 2 * * *', what: run, incremental: true}]")
+    sched.check(project, schedules)
+    if airflow_path is not None:
+        from framework.airflow import render_dags
+
+        airflow_path.write_text(render_dags(project.root, schedules, lake_bin), encoding="utf-8")
+        obj.console.print(f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
+        return
+    if list_only:
+        for s in schedules:
+            commands = " && ".join("lake " + " ".join(c) for c in sched.lake_commands(s))
+            times = ", ".join(f"{t:%Y-%m-%d %H:%M:%S %Z}" for t in sched.next_fire_times(s, count))
+            click.echo(f"{s.name}  cron '{s.cron}' ({s.timezone})  {commands}\n  next: {times}")
+        return
+
+    def say(text: str) -> None:
+        from datetime import datetime
+
+        err_console.print(f"{datetime.now():%Y-%m-%d %H:%M:%S} {_escape(text)}", highlight=False)
+
+    steps = sched.SubprocessSteps(project.root, say)
+    sys.exit(sched.serve(sched.Scheduler(schedules, steps, say), say, steps.terminate))
 
 
 @main.group(invoke_without_command=True)

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from framework.errors import ConfigError, ConfigIssue
-from models.config import LakeConfig, OdsFile, OdsTable
+from models.config import FIX_SEPARATOR, LakeConfig, OdsFile, OdsTable
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -137,7 +137,7 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
         return f"give `{name}` a value of the right type ({err['msg'].lower()})"
     if kind == "union_tag_invalid":
         return f"set `kind:` to one of {err.get('ctx', {}).get('expected_tags', '')}"
-    return err["msg"].removeprefix("Value error, ")
+    return err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[2] or err["msg"].removeprefix("Value error, ")
 
 
 def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[ConfigIssue]]:
@@ -169,7 +169,7 @@ def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[Con
             target = _key_node(node, loc) if err["type"] == "extra_forbidden" else _node_at(node, loc)
             line = target.start_mark.line + 1 if target is not None else None
             dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
-            problem = err["msg"].removeprefix("Value error, ")
+            problem = err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[0]
             if err["type"] == "extra_forbidden":
                 problem = "unknown key"
             issues.append(ConfigIssue(rel, line, dotted or "(root)", problem, _fix_for(dict(err), model)))

@@ -27,6 +27,10 @@ class Layout:
         return self.lake / "checkpoints" / name
 
     @property
+    def locks(self) -> Path:
+        return self.lake / "locks"
+
+    @property
     def runs(self) -> Path:
         return self.lake / "runs"
 

@@ -21,6 +21,10 @@ _SQL_TYPE = re.compile(
 )
 
 
+# A validator's ValueError text "problem" + FIX_SEPARATOR + "fix" is reported as problem and fix.
+FIX_SEPARATOR = "\nfix: "
+
+
 class StrictModel(BaseModel):
     """Base for config records: unknown keys are errors, instances are immutable."""
 
@@ -118,6 +122,65 @@ class OdsSettings(StrictModel):
     trigger_seconds: int = Field(default=10, ge=1)
 
 
+class ScheduleConfig(StrictModel):
+    """One entry of `schedules:` in `lake.yaml`: what `lake schedule` runs, and when."""
+
+    name: str
+    # Standard 5-field crontab (minute hour day month day-of-week, 0 or 7 = Sunday); a 6th field
+    # in front adds seconds (for tests and demos; Airflow cannot take it).
+    cron: str
+    timezone: str = "UTC"
+    what: Literal["ingest", "build", "run"]  # run = ingest --once, then build
+    select: list[str] = Field(default_factory=list)  # build: model selectors; ingest: ODS tables
+    exclude: list[str] = Field(default_factory=list)
+    incremental: bool = False
+    lock_timeout: float | None = Field(default=None, ge=0)  # --lock-timeout of the command
+    misfire_grace_seconds: int = Field(default=300, ge=1)  # a run this late still starts
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", v):
+            raise ValueError(f"must be letters, digits, '_', '-' or '.'{FIX_SEPARATOR}rename it; it names the job and the Airflow DAG")
+        return v
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        from framework.cron import cron_trigger  # the scheduler library's own parser
+
+        try:
+            cron_trigger(v, "UTC")
+        except ValueError as e:
+            raise ValueError(
+                f"{v!r} is not a cron expression: {e}{FIX_SEPARATOR}use minute hour day month "
+                "day-of-week, e.g. '0 2 * * *' for 02:00 daily or '*/15 * * * 1-5' for every 15 min "
+                "on weekdays (a 6th field in front adds seconds)"
+            ) from e
+        return " ".join(v.split())
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, v: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError) as e:
+            raise ValueError(f"unknown time zone {v!r}{FIX_SEPARATOR}use an IANA name such as UTC or Europe/Berlin") from e
+        return v
+
+    @model_validator(mode="after")
+    def _fits_what(self) -> ScheduleConfig:
+        if self.what == "ingest":
+            if self.exclude or self.incremental:
+                raise ValueError(f"`exclude` and `incremental` apply to builds{FIX_SEPARATOR}remove them from an ingest schedule")
+            bad = [t for t in self.select if not t.startswith("ods.")]
+            if bad:
+                raise ValueError(f"an ingest schedule selects ODS tables, not {bad[0]!r}{FIX_SEPARATOR}use e.g. select: [ods.user], or what: build")
+        return self
+
+
 class LakeConfig(StrictModel):
     """`lake.yaml`."""
 
@@ -127,6 +190,16 @@ class LakeConfig(StrictModel):
     ods: OdsSettings = Field(default_factory=OdsSettings)
     # Extra Hudi write options applied to every table this project writes (after ours).
     hudi: dict[str, str] = Field(default_factory=dict)
+    schedules: list[ScheduleConfig] = Field(default_factory=list)
+
+    @field_validator("schedules")
+    @classmethod
+    def _unique_schedules(cls, v: list[ScheduleConfig]) -> list[ScheduleConfig]:
+        names = [s.name for s in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"schedule name {dup[0]!r} is used twice{FIX_SEPARATOR}give each schedule its own name")
+        return v
 
     @field_validator("name")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class TableBatchResult(BaseModel):
@@ -119,3 +119,14 @@ class RunRecord(BaseModel):
     ingest: IngestSummary | None = None
     models: list[ModelResult] = Field(default_factory=list)
     freshness: dict[str, Freshness] = Field(default_factory=dict)  # per model built by `lake run`
+
+
+class LockHolder(BaseModel):
+    """The process holding a project lock, as written into the lock file (framework/lock.py)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pid: int
+    host: str
+    command: str
+    since: datetime
