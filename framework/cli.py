@@ -290,20 +290,25 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
 @click.option("--exclude", multiple=True, help="Selectors to leave out.")
 @click.option("--cycles", type=int, default=None, help="Stop after N cycles (with --continuous).")
 @click.option("--json", "as_json", is_flag=True, help="Print each cycle's run record as JSON (one line each).")
+@LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
 def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str | None, exclude: tuple[str, ...],
-            cycles: int | None, as_json: bool) -> None:
+            cycles: int | None, as_json: bool, lock_timeout: float) -> None:
     """Ingest, then build incrementally the selected models the new events reach."""
     from framework import report
     from framework.continuous import run_continuous
+    from framework.lock import ingest_lock, table_lock
+    from framework.ods.ingest import checkpoint_name
     from framework.session import spark_session
+    from framework.transform.dag import select
     from framework.transform.runner import load
 
     project = obj.project()
-    load(project)
+    models, g = load(project)
+    chosen = select(g, models, list(selectors), list(exclude))
+    names = [ingest_lock(checkpoint_name(None)), *(table_lock(t.qualified_name) for t in project.ods_tables), *(table_lock(n) for n in chosen)]
     secs = _parse_seconds(trigger) if trigger else project.config.ods.trigger_seconds
-    spark = spark_session(project)
     printer = report.cycle_printer(obj.console)
 
     def show(rec: Any) -> None:
@@ -312,9 +317,11 @@ def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str
         elif not obj.quiet:
             printer(rec)
 
-    records = run_continuous(spark, project, list(selectors), list(exclude), sys.argv[1:], secs, on_cycle=show,
-                             on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console),
-                             max_cycles=cycles if continuous else 1)
+    with locked(project, names, lock_timeout):  # held for the whole loop, like `ingest --continuous`
+        spark = spark_session(project)
+        records = run_continuous(spark, project, list(selectors), list(exclude), sys.argv[1:], secs, on_cycle=show,
+                                 on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console),
+                                 max_cycles=cycles if continuous else 1)
     if any(r.status == "failed" for r in records[-1:]):
         sys.exit(1)
 
