@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install jars demo kafka-broker test unit lint bench clean
+.PHONY: install jars demo demo-kafka kafka-broker test unit lint bench clean
 
 install: $(STAMP) jars
 
@@ -24,6 +24,9 @@ jars: $(STAMP)
 
 demo: install
 	$(VENV)/bin/lake demo
+
+demo-kafka: install
+	$(VENV)/bin/lake demo --kafka
 
 # A single-node Kafka broker on a free loopback port, data in out/kafka, until Ctrl-C.
 kafka-broker: install

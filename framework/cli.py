@@ -237,13 +237,14 @@ def sql(obj: Ctx, query: str, fmt: str, limit: int) -> None:
 @click.option("--events", default=400, show_default=True, help="CDC events per table and round (roughly).")
 @click.option("--seed", default=7, show_default=True)
 @click.option("--fresh/--keep", default=True, show_default=True, help="Start from an empty warehouse and CDC directory.")
+@click.option("--kafka", is_flag=True, help="Start a local Kafka broker, publish the CDC to it and ingest from Kafka (out/kafka-demo/).")
 @click.pass_obj
 @handle_errors
-def demo(obj: Ctx, events: int, seed: int, fresh: bool) -> None:
+def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool) -> None:
     """Generate Debezium batches for the seed tables, ingest them and print a summary."""
     from framework.demo import run_demo
 
-    run_demo(obj.project(), obj.console, events=events, seed=seed, fresh=fresh)
+    run_demo(obj.project(), obj.console, events=events, seed=seed, fresh=fresh, kafka=kafka)
 
 
 @main.command()

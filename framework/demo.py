@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +25,6 @@ from framework.ods.batch import resolve_source_path
 from models.config import FileSourceConfig, OdsTable
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
     from pyspark.sql import SparkSession
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 _NUMBERED = re.compile(r"^(\d{4})-.*\.json$")
 
 
-def run_demo(project: Project, console: Console, events: int, seed: int, fresh: bool) -> None:
+def run_demo(project: Project, console: Console, events: int, seed: int, fresh: bool, kafka: bool = False) -> None:
     """Generate, ingest and verify two rounds of CDC for the six seed tables.
 
     Args:
@@ -42,13 +42,12 @@ def run_demo(project: Project, console: Console, events: int, seed: int, fresh: 
         events: change events per round (on top of the snapshot in round 1).
         seed: makes the traffic reproducible.
         fresh: delete the warehouse and the CDC directory first.
+        kafka: start a local Kafka broker, publish the events to it (one topic per table, keyed
+            by primary key, as Debezium does) and ingest from Kafka into `out/kafka-demo/warehouse`.
     """
-    from framework import report
-    from framework.catalog import register_ods
-    from framework.paths import Layout
-    from framework.session import spark_session
-
-    ods = _declared_tables(project)
+    if kafka:
+        _run_kafka_demo(project, console, events, seed)
+        return
     cdc = _cdc_dir(project)
     if fresh:
         _remove(project.warehouse, project)
@@ -59,19 +58,78 @@ def run_demo(project: Project, console: Console, events: int, seed: int, fresh: 
             f"[yellow]--keep: CDC files up to {number - 1:04d}-* stay in {cdc}; rows earlier runs left "
             "may differ from this run's source[/]"
         )
+
+    def emit(n: int, label: str, lines: list[str]) -> None:
+        _write(console, cdc, number + n, label, lines)
+
+    _rounds(project, console, events, seed, number, emit)
+
+
+def _run_kafka_demo(project: Project, console: Console, events: int, seed: int) -> None:
+    """The same rounds through a real Kafka broker (KRaft, started here, stopped at the end)."""
+    from dataclasses import replace
+
+    from framework.kafka_broker import KafkaBroker
+    from models.config import KafkaSourceConfig
+
+    _declared_tables(project)
+    base = project.root / "out" / "kafka-demo"
+    _remove(base / "warehouse", project)
+    _remove(base / "broker", project)
+    with KafkaBroker(base / "broker", num_partitions=2) as broker:
+        console.print(f"Kafka broker (KRaft) on {broker.bootstrap_servers}, started in {broker.startup_seconds:.1f}s; log {broker.log_file}")
+        source = KafkaSourceConfig(kind="kafka", bootstrap_servers=broker.bootstrap_servers, topic_pattern=r"demo\..*")
+        config = project.config.model_copy(update={"warehouse": str(base / "warehouse"), "ods": project.config.ods.model_copy(update={"source": source})})
+        kproject = replace(project, config=config)
+
+        def emit(_n: int, label: str, lines: list[str]) -> None:
+            by_topic: dict[str, list[tuple[str | None, str | None]]] = {}
+            for line in lines:
+                topic, key = _topic_and_key(line)
+                by_topic.setdefault(topic, []).append((key, line))
+            for topic, msgs in sorted(by_topic.items()):
+                broker.produce(topic, msgs)
+            console.print(f"published {len(lines)} {label} events to {len(by_topic)} topics ({', '.join(sorted(by_topic))})", highlight=False)
+
+        _rounds(kproject, console, events, seed, 1, emit)
+
+
+def _topic_and_key(line: str) -> tuple[str, str]:
+    """Debezium's topic (`<server>.<db>.<table>`) and message key (the primary key) of an event."""
+    import json
+
+    msg = json.loads(line)
+    body = msg["payload"] if isinstance(msg.get("payload"), dict) else msg
+    src = body["source"]
+    image = body["before"] if body["op"] == "d" else body["after"]
+    key = _KEYS[f"{src['db']}.{src['table']}"]
+    return f"{src.get('name', 'demo')}.{src['db']}.{src['table']}", json.dumps({k: image[k] for k in key})
+
+
+_KEYS = {t.qualified: t.key for t in demo_data.seed_tables()}
+
+
+def _rounds(project: Project, console: Console, events: int, seed: int, number: int,
+            emit: Callable[[int, str, list[str]], None]) -> None:
+    from framework import report
+    from framework.catalog import register_ods
+    from framework.paths import Layout
+    from framework.session import spark_session
+
+    ods = _declared_tables(project)
     sim = demo_data.Simulator(seed, start=demo_data.DEFAULT_START + timedelta(days=number - 1), binlog_index=2 + number)
     spark = spark_session(project)
     printer = report.batch_printer(console)
 
     console.rule(f"round 1: snapshot of {len(sim.tables)} tables + {events} change events")
-    _write(console, cdc, number, "snapshot", sim.snapshot())
-    _write(console, cdc, number + 1, "changes", sim.changes(events))
+    emit(0, "snapshot", sim.snapshot())
+    emit(1, "changes", sim.changes(events))
     report.print_ingest_summary(console, _ingest(spark, project, printer))
     models = _build(spark, project, console, incremental=False)
 
     console.rule(f"round 2: ALTER TABLE user ADD COLUMN age int + {events} change events")
     sim.add_column_user_age()
-    _write(console, cdc, number + 2, "changes-age", sim.changes(events))
+    emit(2, "changes-age", sim.changes(events))
     report.print_ingest_summary(console, _ingest(spark, project, printer))
     if models:
         _build(spark, project, console, incremental=True)
