@@ -89,7 +89,8 @@ def argument_names(name: str) -> tuple[list[str], list[str]]:
     """(required, optional) user arguments of expectation `name`."""
     cls = expectation_class(name)
     assert cls is not None
-    required, optional = [], []
+    required: list[str] = []
+    optional: list[str] = []
     for field_name, f in cls.__fields__.items():
         if field_name in INTERNAL_FIELDS:
             continue

@@ -251,7 +251,7 @@ def parse_checks(raw: list[object]) -> tuple[list[CheckSpec], list[Issue]]:
     seen: dict[str, int] = {}
     for i, item in enumerate(raw):
         if isinstance(item, CheckSpec):
-            found, problems = [item], []
+            found, problems = [item], list[Issue]()
         else:
             found, problems = parse_check(item)
         issues += [Issue((i, *p.loc), p.problem, p.fix) for p in problems]

@@ -211,3 +211,9 @@ def test_no_checks_keeps_the_model_dump_unchanged(tmp_path: Path) -> None:
     """Model fingerprints hash the config dump; models without checks must keep theirs."""
     cfg, _ = _model(tmp_path, "key: [id]\n")
     assert cfg is not None and cfg.model_dump(mode="json")["checks"] == []
+
+
+def test_every_droppable_expectation_has_a_spark_predicate() -> None:
+    from framework.quality.predicates import PREDICATES
+
+    assert set(PREDICATES) == set(DROPPABLE)
