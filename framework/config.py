@@ -79,6 +79,8 @@ def _node_at(node: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | 
 
 def _key_node(node: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | None:
     """The node of the key itself for an unknown-key error (points at the typo's line)."""
+    if not loc or isinstance(loc[-1], int):
+        return _node_at(node, loc)
     parent = _node_at(node, loc[:-1])
     if isinstance(parent, yaml.MappingNode):
         for k, _ in parent.value:
@@ -120,6 +122,8 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
     name = str(loc[-1]) if loc else ""
+    if kind == "lake_check":  # models/quality.py carries its own fix
+        return str(err["ctx"]["fix"])
     if kind == "extra_forbidden":
         allowed = _fields_of(model, loc[:-1])
         close = difflib.get_close_matches(name, allowed, n=1)
@@ -166,7 +170,7 @@ def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[Con
             loc = tuple(err["loc"])
             # Drop pydantic's discriminator tag from locations such as ('ods','source','files','path').
             loc = tuple(p for p in loc if p not in ("files", "kafka") or p == loc[-1])
-            target = _key_node(node, loc) if err["type"] == "extra_forbidden" else _node_at(node, loc)
+            target = _key_node(node, loc) if err["type"] in ("extra_forbidden", "lake_check") else _node_at(node, loc)
             line = target.start_mark.line + 1 if target is not None else None
             dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
             problem = err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[0]

@@ -44,3 +44,13 @@ class EnvironmentProblem(LakeError):
 
 class IngestFailed(LakeError):
     """An ingest run stopped; committed tables are consistent, the rest retries next run."""
+
+
+class QualityGateError(LakeError):
+    """Error-severity checks failed: nothing was committed (framework/quality/gate.py words it)."""
+
+    def __init__(self, message: str, *, model: str, failed: list[str], report: str | None, fix: str) -> None:
+        super().__init__(message, fix=fix)
+        self.model = model
+        self.failed = failed
+        self.report = report

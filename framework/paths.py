@@ -34,6 +34,15 @@ class Layout:
     def runs(self) -> Path:
         return self.lake / "runs"
 
+    def quality(self, run_id: str) -> Path:
+        """Validation results of one run: one `<model>.json` per model or ODS table."""
+        return self.lake / "quality" / run_id
+
+    @property
+    def docs(self) -> Path:
+        """Great Expectations Data Docs and lake's run pages (`lake report`)."""
+        return self.lake / "docs"
+
     def layer_tables(self, layer: str) -> list[Path]:
         d = self.root / layer
         if not d.is_dir():

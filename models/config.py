@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from models.base import StrictModel
+from models.quality import CheckList
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spark SQL types accepted in `columns:` of a table YAML (schema-less events).
@@ -23,12 +26,6 @@ _SQL_TYPE = re.compile(
 
 # A validator's ValueError text "problem" + FIX_SEPARATOR + "fix" is reported as problem and fix.
 FIX_SEPARATOR = "\nfix: "
-
-
-class StrictModel(BaseModel):
-    """Base for config records: unknown keys are errors, instances are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SparkConfig(StrictModel):
@@ -238,6 +235,8 @@ class OdsTable(StrictModel):
     # Column types for events without a `schema` block, e.g. {price: "decimal(10,2)"}.
     columns: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
+    # Quality checks on the rows each micro-batch writes (see models/quality.py).
+    checks: CheckList = Field(default_factory=list)
 
     @field_validator("source")
     @classmethod
@@ -295,8 +294,9 @@ class ModelConfig(StrictModel):
     depends_on: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     description: str | None = None
-    # Quality checks (Great Expectations names and arguments); evaluated by the quality gate.
-    checks: list[dict[str, object]] = Field(default_factory=list)
+    # Quality checks (Great Expectations names and arguments, shorthands, custom SQL); see
+    # models/quality.py. Evaluated by the quality gate before the Hudi commit.
+    checks: CheckList = Field(default_factory=list)
 
     @field_validator("depends_on")
     @classmethod
