@@ -160,15 +160,18 @@ class Builder:
         res = ModelResult(model=m.name, strategy=a.strategy, mode=p.mode, reason=p.reason, upstream=p.end)
         if p.mode == "noop":
             return res
-        if p.mode == "full":
-            rows = self._full_rows(p)
-            w, d = self._write(m, a, rows, p, scope=None)
-        elif a.strategy == "aggregate":
-            w, d = self._aggregate_incremental(p)
-        elif a.strategy == "rowwise":
-            w, d = self._rowwise_incremental(p)
-        else:
-            w, d = self._rescan_incremental(p)
+        try:
+            if p.mode == "full":
+                rows = self._full_rows(p)
+                w, d = self._write(m, a, rows, p, scope=None)
+            elif a.strategy == "aggregate":
+                w, d = self._aggregate_incremental(p)
+            elif a.strategy == "rowwise":
+                w, d = self._rowwise_incremental(p)
+            else:
+                w, d = self._rescan_incremental(p)
+        finally:
+            self.reader.release()
         res.rows_written, res.rows_deleted = w, d
         res.seconds = round(time.time() - t0, 3)
         return res
@@ -257,8 +260,8 @@ class Builder:
         try:
             redo = state.where("_lake_recompute AND _lake_rows > 0").select("_lake_key")
             if not redo.isEmpty():
-                fresh = self._state_query(p, self.reader.snapshot(u, p.end[u])).withColumn("_lake_key", lake_key(key))
-                fresh = fresh.join(redo, "_lake_key", "left_semi")
+                fresh = self._state_query(p, self._rows_of_groups(a, key, self.reader.snapshot(u, p.end[u]), redo))
+                fresh = fresh.withColumn("_lake_key", lake_key(key)).join(redo, "_lake_key", "left_semi")
                 keep = state.where("NOT (_lake_recompute AND _lake_rows > 0)").drop("_lake_recompute")
                 state_all = keep.unionByName(fresh.select(*keep.columns))
             else:
@@ -267,6 +270,16 @@ class Builder:
             return self._write(p.model, a, out, p, scope=delta.select("_lake_key"))
         finally:
             state.unpersist()
+
+    def _rows_of_groups(self, a: Analysis, key: list[str], upstream: DataFrame, groups: DataFrame) -> DataFrame:
+        """The upstream rows of the given groups (`_lake_key`s), filtered before aggregating so a
+        MIN/MAX recompute shuffles only those groups' rows, not the whole upstream."""
+        exprs = dict((alias, e) for e, alias in a.group_by)
+        if not all(k in exprs for k in key):
+            return upstream
+        gk = F.to_json(F.array(*[F.expr(exprs[k]).cast("string") for k in key]))
+        wanted = F.broadcast(groups.select(F.col("_lake_key").alias("_lake_gk")))
+        return upstream.withColumn("_lake_gk", gk).join(wanted, "_lake_gk", "left_semi").drop("_lake_gk")
 
     def _finalize(self, p: Plan, state: DataFrame) -> DataFrame:
         """Visible columns (typed as the plain query types them) + state + `_deleted` (HAVING)."""
@@ -352,7 +365,9 @@ class Builder:
         exists = hudi.table_exists(path)
         deletes = None
         if exists:
-            target = self.reader.raw(m.name)
+            # Delete records need the key (and partition path) only: read just those columns.
+            kept = ["_lake_key"] + ([m.config.partition_by] if m.config.partition_by else [])
+            target = self.reader.raw(m.name).select(*[f"`{c}`" for c in dict.fromkeys(kept + ([scope_col] if scope is not None else []))])
             candidates = target if scope is None else target.join(scope, scope_col, "left_semi")
             vanished = candidates.join(out.select("_lake_key"), "_lake_key", "left_anti")
             if gone is not None:
