@@ -43,6 +43,7 @@ def recorded(project: Any, command: str) -> Iterator[Any]:
     from framework.paths import Layout
 
     rec = history.new_run(command, sys.argv[1:])
+    history.save(Layout(project.warehouse), rec)  # status "running": a killed process leaves this
     try:
         yield rec
         if rec.status == "running":
@@ -184,10 +185,10 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
     names = [ingest_lock(checkpoint_name(only)), *(table_lock(f"ods.{t}") for t in writes)]
     with locked(project, names, lock_timeout):
         spark = spark_session(project)
-        on_batch = None if (obj.quiet or as_json) else report.batch_printer(obj.console)
-        with recorded(project, "ingest") as rec:
+        live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.IngestProgress(obj.console)
+        with recorded(project, "ingest") as rec, live as bar:
             summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
-                                 trigger_seconds=secs, on_batch=on_batch)
+                                 trigger_seconds=secs, on_batch=bar.on_batch if bar else None)
             rec.ingest = summary
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
@@ -269,9 +270,10 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
     names = [table_lock(n) for n in select(g, models, list(selectors), list(exclude))]
     with locked(project, names, lock_timeout):  # one writer per model, before Spark starts
         spark = spark_session(project)
-        show = None if (obj.quiet or as_json) else report.model_printer(obj.console)
-        with recorded(project, "build") as rec:
-            results = run_build(spark, project, list(selectors), list(exclude), incremental, on_result=show)
+        live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.ModelProgress(obj.console, len(names))
+        with recorded(project, "build") as rec, live as bar:
+            results = run_build(spark, project, list(selectors), list(exclude), incremental,
+                                on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None)
             rec.models = results
             if any(r.mode in ("failed", "skipped") for r in results):
                 rec.status = "failed"
@@ -331,9 +333,10 @@ def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str
 @click.argument("selectors", nargs=-1)
 @click.option("--incremental", is_flag=True)
 @click.option("--exclude", multiple=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.pass_obj
 @handle_errors
-def plan(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...]) -> None:
+def plan(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool) -> None:
     """Show per model the strategy, the reason and the pending upstream changes; writes nothing."""
     from framework import report
     from framework.session import spark_session
@@ -343,7 +346,12 @@ def plan(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple
     project = obj.project()
     load(project)
     spark = spark_session(project)
-    report.print_plan(obj.console, make_plan(spark, project, list(selectors), list(exclude), incremental))
+    plans = make_plan(spark, project, list(selectors), list(exclude), incremental)
+    if as_json:
+        click.echo(json.dumps([{"model": p.model.name, "mode": p.mode, "strategy": p.analysis.strategy, "reason": p.reason,
+                                "pending_commits": p.pending, "changed_rows": changed, "upstream_end": p.end} for p, changed in plans], indent=2))
+    else:
+        report.print_plan(obj.console, plans)
 
 
 @main.command()

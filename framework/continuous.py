@@ -61,6 +61,7 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
     models, g = load(project)
     chosen = select(g, models, selectors, exclude)
     rec = history.new_run("run", args)
+    history.save(Layout(project.warehouse), rec)  # status "running" until the cycle ends
     try:
         summary = run_ingest(spark, project)
         rec.ingest = summary

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +16,26 @@ from models.records import RunRecord
 
 def new_run(command: str, args: list[str]) -> RunRecord:
     now = datetime.now(timezone.utc)
-    return RunRecord(run_id=now.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6], command=command, args=args, started_at=now)
+    return RunRecord(run_id=now.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6], command=command, args=args,
+                     started_at=now, pid=os.getpid(), host=socket.gethostname())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _settle(record: RunRecord) -> RunRecord:
+    """A record still `running` whose process (on this host) is gone crashed: say so."""
+    if record.status == "running" and record.pid and record.host == socket.gethostname() and not _alive(record.pid):
+        record.status = "crashed"
+        record.error = record.error or f"process {record.pid} ended without finishing the run (killed or crashed); committed tables are consistent, rerun to continue"
+    return record
 
 
 def save(layout: Layout, record: RunRecord) -> Path:
@@ -33,7 +53,7 @@ def runs(layout: Layout, last: int | None = None) -> list[RunRecord]:
     files = sorted(layout.runs.glob("*.json"))
     if last:
         files = files[-last:]
-    return [RunRecord.model_validate_json(f.read_text()) for f in files]
+    return [_settle(RunRecord.model_validate_json(f.read_text())) for f in files]
 
 
 def get(layout: Layout, run_id: str) -> RunRecord:
@@ -42,4 +62,4 @@ def get(layout: Layout, run_id: str) -> RunRecord:
         known = [r.run_id for r in runs(layout, 5)]
         raise LakeError(f"no single run matches {run_id!r}" + (" (ambiguous)" if matches else ""),
                         fix=f"recent runs: {', '.join(known) or 'none'} (lake runs)")
-    return RunRecord.model_validate_json(matches[0].read_text())
+    return _settle(RunRecord.model_validate_json(matches[0].read_text()))

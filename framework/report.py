@@ -111,10 +111,11 @@ def model_printer(console: Console) -> Callable[[Any], None]:
 
 def print_build_summary(console: Console, results: list[Any]) -> None:
     t = Table(title=f"build: {len(results)} model(s)", title_justify="left")
-    for col in ("model", "mode", "strategy", "written", "deleted", "seconds"):
-        t.add_column(col, justify="right" if col in ("written", "deleted", "seconds") else "left", no_wrap=True)
+    for col in ("model", "mode", "strategy", "changed in", "written", "deleted", "seconds"):
+        t.add_column(col, justify="right" if col in ("changed in", "written", "deleted", "seconds") else "left", no_wrap=True)
     for r in results:
-        t.add_row(r.model, r.mode, r.strategy, str(r.rows_written), str(r.rows_deleted), f"{r.seconds:.1f}")
+        read = "-" if r.rows_read is None else str(r.rows_read)
+        t.add_row(r.model, r.mode, r.strategy, read, str(r.rows_written), str(r.rows_deleted), f"{r.seconds:.1f}")
     console.print(t)
     for r in results:
         console.print(f"  {r.model}: {r.reason}", highlight=False)
@@ -168,3 +169,61 @@ def cycle_printer(console: Console) -> Callable[[Any], None]:
         )
 
     return show
+
+
+class ModelProgress:
+    """A live progress bar over the models of a build (on a terminal; nothing elsewhere), with
+    each model's result line printed above it as it finishes."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.console = console
+        self.printer = model_printer(console)
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console, transient=True)
+        self.task = self.progress.add_task("building", total=total)
+
+    def __enter__(self) -> ModelProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def on_start(self, name: str) -> None:
+        self.progress.update(self.task, description=f"building {name}")
+
+    def on_result(self, r: Any) -> None:
+        self.printer(r)
+        self.progress.advance(self.task)
+
+
+class IngestProgress:
+    """A spinner while ingesting, with batches and events so far; batch lines printed above it."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.printer = batch_printer(console)
+        self.status = console.status("ingesting: waiting for the first micro-batch")
+        self.batches = self.events = 0
+
+    def __enter__(self) -> IngestProgress:
+        self.status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.status.stop()
+
+    def on_batch(self, b: BatchResult) -> None:
+        self.printer(b)
+        self.batches += 1
+        self.events += b.events
+        self.status.update(f"ingesting: {self.batches} micro-batch(es), {self.events} events so far")

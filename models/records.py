@@ -90,6 +90,7 @@ class ModelResult(BaseModel):
     strategy: str
     mode: str  # full | incremental | noop | failed | skipped
     reason: str
+    rows_read: int | None = None  # incremental: changed upstream keys consumed
     rows_written: int = 0
     rows_deleted: int = 0
     upstream: dict[str, str] = Field(default_factory=dict)  # upstream -> completion time consumed
@@ -114,8 +115,11 @@ class RunRecord(BaseModel):
     args: list[str] = Field(default_factory=list)
     started_at: datetime
     finished_at: datetime | None = None
-    status: Literal["ok", "failed", "running"] = "running"
+    # "crashed": the record says running but its process is gone (killed, OOM, power loss).
+    status: Literal["ok", "failed", "running", "crashed"] = "running"
     error: str | None = None
+    pid: int | None = None
+    host: str | None = None
     ingest: IngestSummary | None = None
     models: list[ModelResult] = Field(default_factory=list)
     freshness: dict[str, Freshness] = Field(default_factory=dict)  # per model built by `lake run`

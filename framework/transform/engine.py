@@ -70,6 +70,7 @@ class Builder:
             for t in project.ods_tables
         }
         self._analysis: dict[str, Analysis] = {}
+        self._rows_read = 0
         self.local = project.config.spark.master.startswith("local")
 
     # ------------------------------------------------------------------ analysis
@@ -160,6 +161,7 @@ class Builder:
         res = ModelResult(model=m.name, strategy=a.strategy, mode=p.mode, reason=p.reason, upstream=p.end)
         if p.mode == "noop":
             return res
+        self._rows_read = 0
         try:
             if p.mode == "full":
                 rows = self._full_rows(p)
@@ -173,6 +175,8 @@ class Builder:
         finally:
             self.reader.release()
         res.rows_written, res.rows_deleted = w, d
+        if p.mode == "incremental":
+            res.rows_read = self._rows_read
         res.seconds = round(time.time() - t0, 3)
         return res
 
@@ -227,7 +231,7 @@ class Builder:
     def _aggregate_incremental(self, p: Plan) -> tuple[int, int]:
         a = p.analysis
         u = a.upstreams[0]
-        ch = self.reader.change(u, list(self.key_of(u) or ()), p.begin[u], p.end[u])
+        ch = self._read_change(u, list(self.key_of(u) or ()), p)
         signed = ch.before.withColumn("_lake_sign", F.lit(-1)).unionByName(ch.after.withColumn("_lake_sign", F.lit(1)), allowMissingColumns=True)
         delta = self._grouped(a, signed, ["sum(_lake_sign) AS _lake_rows"] + [e for g in a.aggregates for e in _delta_exprs(g)])
         key = list(a.key or ())
@@ -271,6 +275,13 @@ class Builder:
         finally:
             state.unpersist()
 
+    def _read_change(self, u: str, key: list[str], p: Plan) -> Any:
+        """The net change of upstream `u` in the plan's range; counts the changed keys (the change
+        set is persisted, so the count is the read the build needs anyway)."""
+        ch = self.reader.change(u, key, p.begin[u], p.end[u])
+        self._rows_read += ch.keys.count()
+        return ch
+
     def _rows_of_groups(self, a: Analysis, key: list[str], upstream: DataFrame, groups: DataFrame) -> DataFrame:
         """The upstream rows of the given groups (`_lake_key`s), filtered before aggregating so a
         MIN/MAX recompute shuffles only those groups' rows, not the whole upstream."""
@@ -309,7 +320,7 @@ class Builder:
         a = p.analysis
         u = a.upstreams[0]
         ukey = list(self.key_of(u) or ())
-        ch = self.reader.change(u, ukey, p.begin[u], p.end[u])
+        ch = self._read_change(u, ukey, p)
         rows = self._query(p.model, {u: ch.after})
         scope = ch.keys.select(*[F.col(k).alias(a.key_map[k]) for k in ukey]).select(lake_key(list(a.key or ())).alias("_lake_key"))
         return self._write(p.model, a, rows, p, scope=scope)
@@ -329,7 +340,7 @@ class Builder:
         for u, n in p.pending.items():
             if not n:
                 continue
-            ch = self.reader.change(u, list(self.key_of(u) or _all_columns(new[u])), p.begin[u], p.end[u])
+            ch = self._read_change(u, list(self.key_of(u) or _all_columns(new[u])), p)
             for image, others in ((ch.before, old), (ch.after, new)):
                 out = scope_of(self._query(m, {**others, u: image}))
                 affected = out if affected is None else affected.union(out)
@@ -366,13 +377,17 @@ class Builder:
         deletes = None
         if exists:
             # Delete records need the key (and partition path) only: read just those columns.
+            full_target = self.reader.raw(m.name)
+            required = {f.name for f in full_target.schema.fields if not f.nullable}
             kept = ["_lake_key"] + ([m.config.partition_by] if m.config.partition_by else [])
-            target = self.reader.raw(m.name).select(*[f"`{c}`" for c in dict.fromkeys(kept + ([scope_col] if scope is not None else []))])
+            if any(t.startswith(("array", "map", "struct")) for c, t in full_target.dtypes if c in required):
+                kept = full_target.columns  # no typed zero for a required nested column: carry the row
+            target = full_target.select(*[f"`{c}`" for c in dict.fromkeys(kept + ([scope_col] if scope is not None else []))])
             candidates = target if scope is None else target.join(scope, scope_col, "left_semi")
             vanished = candidates.join(out.select("_lake_key"), "_lake_key", "left_anti")
             if gone is not None:
                 vanished = vanished.unionByName(target.join(gone, "_lake_key", "left_semi")).dropDuplicates(["_lake_key"])
-            deletes = vanished.select(*[F.col(c) if c in vanished.columns else F.lit(None).cast(t).alias(c) for c, t in out.dtypes if c != "_hoodie_is_deleted"],
+            deletes = vanished.select(*[F.col(c) if c in vanished.columns else _filler(t, c in required).alias(c) for c, t in out.dtypes if c != "_hoodie_is_deleted"],
                                       F.lit(True).alias("_hoodie_is_deleted"))
         final = out if deletes is None else out.unionByName(deletes)
         final = final.persist()
@@ -392,6 +407,18 @@ class Builder:
             return written, deleted
         finally:
             final.unpersist()
+
+
+def _filler(sql_type: str, required: bool) -> Column:
+    """A value for a column of a delete record (Hudi needs only its key and partition): NULL, or a
+    typed zero where the table's schema does not allow NULL (Avro would refuse the record)."""
+    if not required:
+        return F.lit(None).cast(sql_type)
+    if sql_type == "date":
+        return F.lit("1970-01-01").cast("date")
+    if sql_type in ("string", "binary"):
+        return F.lit("").cast(sql_type)
+    return F.lit(0).cast(sql_type)
 
 
 def lake_key(cols: list[str]) -> Column:

@@ -79,6 +79,11 @@ def test_kill_mid_batch_then_rerun(tmp_path: Path, spark: Any, clean_run: tuple[
     proc = _lake(tmp_path, "ingest", "--once", env={"LAKE_FAILPOINT": failpoint})
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == -signal.SIGKILL, out
+    # Run history says what happened to the killed run.
+    from framework import history
+
+    (killed,) = history.runs(lp.layout)
+    assert killed.command == "ingest" and killed.status == "crashed" and "ended without finishing" in (killed.error or "")
     lp.ingest(spark)
     assert _snapshot(lp, spark) == expected
 
