@@ -3,9 +3,10 @@ written and on the table that would result, then block, quarantine or pass.
 
 Called by `Builder._write` between computing the upserts and the Hudi commit. Checks see the
 model's visible columns only; the drop split applies to the full rows (aggregate models carry
-hidden `_lake_*` state). A row a `drop` check rejects never reaches the model's table: its key is
-treated like a key the query no longer returns (deleted if it was there), so an incremental
-build leaves the same table as a full rebuild.
+hidden `_lake_*` state). A row a `drop` check rejects is not visible in the model's table: its
+key is treated like a key the query no longer returns (deleted if it was there), so an
+incremental build leaves the same table as a full rebuild. Aggregate rows are hidden instead
+(`_deleted`, as HAVING does), keeping the group's state for the next incremental build.
 """
 
 from __future__ import annotations
@@ -106,7 +107,13 @@ class ModelGate:
             return out
         bad = outcome.quarantined.withColumn("_lake_key", lake_key(key))
         summary.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi)
-        return out.join(bad.select("_lake_key"), "_lake_key", "left_anti")
+        if not any(c.startswith("_lake_") and c != "_lake_key" for c in out.columns):
+            return out.join(bad.select("_lake_key"), "_lake_key", "left_anti")
+        # An aggregate's row carries its group's running state, which the next incremental
+        # build adds to: hide the row as HAVING does (`_deleted`) instead of losing the state.
+        hidden = bad.select("_lake_key", F.lit(True).alias("_lake_dropped")).dropDuplicates(["_lake_key"])
+        flagged = out.join(hidden, "_lake_key", "left")
+        return flagged.withColumn("_deleted", F.col("_deleted") | F.coalesce(F.col("_lake_dropped"), F.lit(False))).drop("_lake_dropped").select(*out.columns)
 
     def release(self) -> None:
         """Unpersist what the last evaluations cached (after the commit that used it)."""
