@@ -59,6 +59,8 @@ class BatchBlocked(QualityGateError):
 
 def latest_per_key(out: DataFrame, key: list[str]) -> DataFrame:
     """The event per key Hudi would keep from this batch (highest `_seq`)."""
+    if not key:  # keyless events never get here (dead letter); keep every row rather than one
+        return out
     w = Window.partitionBy(*[F.col(f"`{k}`") for k in key]).orderBy(F.col("_seq").desc())
     return out.withColumn("_lake_rank", F.row_number().over(w)).where("_lake_rank = 1").drop("_lake_rank")
 

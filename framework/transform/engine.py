@@ -356,7 +356,8 @@ class Builder:
         exists = hudi.table_exists(path)
         # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
         # are deleted below like any key the query no longer returns.
-        out = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
+        if m.config.checks:
+            out = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
         deletes = None
         if exists:
             target = self.reader.raw(m.name)
