@@ -5,9 +5,16 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install jars demo demo-kafka kafka-broker test unit lint bench clean
+.PHONY: install chromium jars demo demo-kafka kafka-broker test unit lint bench clean
 
-install: $(STAMP) jars
+install: $(STAMP) jars chromium
+
+# Headless Chromium renders `lake report` in the report test (Debian's package). Installed when
+# missing and running as root; otherwise that test skips and says why.
+chromium:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	  else echo "note: chromium is missing (apt-get install -y chromium as root); the report test will skip"; fi; }
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required: apt-get install -y openjdk-17-jre-headless"; exit 1; }

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         sim = Simulator(seed=11)
         t0 = time.perf_counter()
         lines = sim.snapshot() + sim.changes(args.events)
-        chunk = 50_000
+        chunk = 10_000
         for i in range(0, len(lines), chunk):
             (tmp / "cdc" / f"{i // chunk:04d}.json").write_text("\n".join(lines[i:i + chunk]) + "\n")
         gen = time.perf_counter() - t0
@@ -118,7 +118,7 @@ def markdown_section(r: dict[str, Any]) -> str:
         "- Machine: " + "; ".join(f"{key} {v}" for key, v in r["machine"].items()),
         f"- Command: `{r['command']}`",
         f"- Input: {n:,} Debezium MySQL envelopes with schema blocks (the demo simulator's snapshot + changes of six tables), "
-        f"as {n // 50_000 + 1} CDC files and as {r['topics']} Kafka topics × {r['partitions']} partitions on a local KRaft broker "
+        f"as {(n + 9_999) // 10_000} CDC files and as {r['topics']} Kafka topics × {r['partitions']} partitions on a local KRaft broker "
         f"(published in {r['publish']:.0f} s with confluent-kafka, not measured). Each run: `lake ingest --once` into an empty warehouse, same SparkSession.",
         "",
         "| source | seconds | events/s |",

@@ -4,6 +4,7 @@ The catalog is Spark's in-memory one, rebuilt from the warehouse at session star
 table): no metastore process and no Derby lock, so `lake sql` works next to a running ingest.
 ODS Hudi tables keep soft-deleted rows (their deletion position stops replays from resurrecting
 them); `ods.<name>` is a view of the live rows, `ods_raw.<name>` the Hudi table itself.
+`_quarantine.<layer>_<name>` holds the rows `drop` checks rejected (framework/quality/quarantine.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,20 @@ def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
             select = ", ".join(_q(c) for c in cols)
             spark.sql(f"CREATE VIEW {layer}.{_q(name)} AS SELECT {select} FROM {layer}_raw.{_q(name)} WHERE NOT _deleted")
             names.append(f"{layer}.{name}")
+    quarantined = [p for p in sorted(layout.quarantine_root.iterdir()) if (p / ".hoodie").exists()] if layout.quarantine_root.is_dir() else []
+    if quarantined:
+        spark.sql("CREATE DATABASE IF NOT EXISTS _quarantine")
+        spark.sql("CREATE DATABASE IF NOT EXISTS _quarantine_raw")
+    for path in quarantined:
+        # `_quarantine.<layer>_<name>`: rows `drop` checks rejected, with the checks and run id.
+        name = path.name
+        spark.sql(f"DROP VIEW IF EXISTS _quarantine.{_q(name)}")
+        spark.sql(f"DROP TABLE IF EXISTS _quarantine_raw.{_q(name)}")
+        spark.sql(f"CREATE TABLE _quarantine_raw.{_q(name)} USING hudi LOCATION '{path}'")
+        fields = spark.table(f"_quarantine_raw.{_q(name)}").schema.fields
+        select = ", ".join(_q(f.name) for f in fields if f.name not in HOODIE_META_COLUMNS)
+        spark.sql(f"CREATE VIEW _quarantine.{_q(name)} AS SELECT {select} FROM _quarantine_raw.{_q(name)}")
+        names.append(f"_quarantine.{name}")
     if (layout.dead_letter / ".hoodie").exists():
         spark.sql("CREATE DATABASE IF NOT EXISTS _lake")
         spark.sql("DROP TABLE IF EXISTS _lake.dead_letter")

@@ -186,9 +186,15 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
     with locked(project, names, lock_timeout):
         spark = spark_session(project)
         live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.IngestProgress(obj.console)
+        from framework.ods.gate import BatchBlocked
+
         with recorded(project, "ingest") as rec, live as bar:
-            summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
-                                 trigger_seconds=secs, on_batch=bar.on_batch if bar else None)
+            try:
+                summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
+                                     trigger_seconds=secs, on_batch=bar.on_batch if bar else None, run_id=rec.run_id)
+            except BatchBlocked as e:
+                rec.ingest = e.summary  # the tables that committed, and the checks' outcomes
+                raise
             rec.ingest = summary
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
@@ -273,7 +279,7 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
         live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.ModelProgress(obj.console, len(names))
         with recorded(project, "build") as rec, live as bar:
             results = run_build(spark, project, list(selectors), list(exclude), incremental,
-                                on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None)
+                                on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, run_id=rec.run_id)
             rec.models = results
             if any(r.mode in ("failed", "skipped") for r in results):
                 rec.status = "failed"
@@ -284,6 +290,77 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
         report.print_build_summary(obj.console, results)
     if any(r.mode in ("failed", "skipped") for r in results):
         sys.exit(1)
+
+
+@main.command()
+@click.argument("selectors", nargs=-1)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.pass_obj
+@handle_errors
+def check(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
+    """Run the declared checks against the current tables, without building: dws.user_agg, ods.users.
+
+    Exits 1 if an error-severity check fails. Results are stored (see `lake report`)."""
+    from framework import report
+    from framework.quality.current import check_tables, targets
+    from framework.session import spark_session
+    from models.records import ModelResult
+
+    project = obj.project()
+    chosen = targets(project, list(selectors))  # config and selector errors before Spark starts
+    if not chosen:
+        raise LakeError("no selected model or ODS table declares `checks:`",
+                        fix="add `checks:` to a model's YAML or an ODS table (see README, Quality gates), or widen the selection")
+    spark = spark_session(project)
+    with recorded(project, "check") as rec:
+        results, missing = check_tables(spark, project, chosen, rec.run_id)
+        rec.models = [ModelResult(model=r.model, strategy="-", mode="checked", reason="blocked" if r.blocked else "passed",
+                                  checks=quality_outcomes(r), seconds=r.seconds) for r in results]
+        rec.models += [ModelResult(model=n, strategy="-", mode="skipped", reason="no table yet") for n in missing]
+        blocked = [r.model for r in results if r.blocked]
+        if blocked:
+            rec.status, rec.error = "failed", f"error checks fail in {', '.join(blocked)}"
+    if fmt == "json":
+        click.echo(json.dumps({"run_id": rec.run_id, "results": [r.model_dump(mode="json", exclude={"ge_results"}) for r in results],
+                               "skipped": missing}, indent=2))
+    else:
+        report.print_checks(obj.console, results)
+        for n in missing:
+            obj.console.print(f"  {n}: skipped, no table yet", highlight=False)
+        obj.console.print(f"run {rec.run_id}; `lake report --run {rec.run_id}` renders it")
+    if rec.status == "failed":
+        sys.exit(1)
+
+
+def quality_outcomes(record: Any) -> Any:
+    from framework.quality.quarantine import outcomes
+
+    return outcomes(record)
+
+
+@main.command("report")
+@click.option("--format", "fmt", type=click.Choice(["html", "json"]), default="html", show_default=True)
+@click.option("--open", "show_path", is_flag=True, help="Print only the path of the run page (to open in a browser).")
+@click.option("--run", "run_ids", multiple=True, help="Report these runs only (default: the last --last runs).")
+@click.option("--last", default=20, show_default=True, help="How many recent runs.")
+@click.pass_obj
+@handle_errors
+def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], last: int) -> None:
+    """Write the HTML report (GE Data Docs + a page per run) to out/report/, or print JSON."""
+    from framework.paths import Layout
+    from framework.quality.report import report_dir, report_json, write_report
+
+    project = obj.project()
+    layout = Layout(project.warehouse)
+    if fmt == "json":
+        click.echo(json.dumps(report_json(layout, list(run_ids) or None, last), indent=2))
+        return
+    page = write_report(layout, report_dir(project), list(run_ids) or None, last)
+    if show_path:
+        click.echo(str(page))
+    else:
+        obj.console.print(f"wrote {report_dir(project)}: runs in {page.parent / 'index.html'}, Data Docs in {report_dir(project) / 'gx' / 'index.html'}")
+        obj.console.print(f"newest run page: {page}", highlight=False)
 
 
 @main.command("run")

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from framework import history
 from framework.config import Project
+from framework.ods.gate import BatchBlocked
 from framework.ods.ingest import run_ingest
 from framework.paths import Layout
 from framework.transform.dag import select
@@ -63,12 +64,16 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
     rec = history.new_run("run", args)
     history.save(Layout(project.warehouse), rec)  # status "running" until the cycle ends
     try:
-        summary = run_ingest(spark, project)
+        try:
+            summary = run_ingest(spark, project, run_id=rec.run_id)
+        except BatchBlocked as e:
+            rec.ingest = e.summary
+            raise
         rec.ingest = summary
         changed = {t.table for t in summary.totals().values() if t.upserts + t.deletes + t.truncated > 0}
         todo = affected(g, chosen, changed)
         if todo:
-            rec.models = build(spark, project, todo, [], incremental=True, on_result=on_result)
+            rec.models = build(spark, project, todo, [], incremental=True, on_result=on_result, run_id=rec.run_id)
         rec.freshness = freshness(summary, g, rec.models)
         bad = [r for r in rec.models if r.mode in ("failed", "skipped")]
         rec.status = "failed" if bad else "ok"

@@ -14,10 +14,15 @@ from framework.paths import Layout
 from models.records import RunRecord
 
 
+def new_run_id(now: datetime | None = None) -> str:
+    """A run id: UTC start time then 6 random hex digits (ids sort by time)."""
+    return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
 def new_run(command: str, args: list[str]) -> RunRecord:
     now = datetime.now(timezone.utc)
-    return RunRecord(run_id=now.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6], command=command, args=args,
-                     started_at=now, pid=os.getpid(), host=socket.gethostname())
+    return RunRecord(run_id=new_run_id(now), command=command, args=args, started_at=now, pid=os.getpid(),
+                     host=socket.gethostname())
 
 
 def _alive(pid: int) -> bool:

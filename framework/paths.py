@@ -39,9 +39,12 @@ class Layout:
         return self.lake / "quality" / run_id
 
     @property
-    def docs(self) -> Path:
-        """Great Expectations Data Docs and lake's run pages (`lake report`)."""
-        return self.lake / "docs"
+    def quarantine_root(self) -> Path:
+        return self.root / "_quarantine"
+
+    def quarantine(self, qualified: str) -> Path:
+        """The quarantine Hudi table of a model or ODS table: `_quarantine/<layer>_<name>`."""
+        return self.quarantine_root / qualified.replace(".", "_")
 
     def layer_tables(self, layer: str) -> list[Path]:
         d = self.root / layer

@@ -28,6 +28,10 @@ def batch_printer(console: Console) -> Callable[[BatchResult], None]:
         for t in b.tables.values():
             if t.status == "dead_letter":
                 console.print(f"  [yellow]{t.table}: {t.dead_letter} events to the dead letter: {t.reason}[/]", highlight=False)
+            elif t.status == "blocked":
+                console.print(f"  [red]{t.table}: not committed, {t.reason}[/]", highlight=False)
+            if t.quarantined:
+                console.print(f"  [yellow]{t.table}: {t.quarantined} event(s) quarantined (lake sql 'select * from _quarantine.ods_{t.table.split('.')[-1]}')[/]", highlight=False)
 
     return show
 
@@ -35,12 +39,12 @@ def batch_printer(console: Console) -> Callable[[BatchResult], None]:
 def print_ingest_summary(console: Console, s: IngestSummary) -> None:
     totals = s.totals()
     table = Table(title=f"ingest {s.run_id}: {len(s.batches)} micro-batch(es), {s.events} events", title_justify="left")
-    for col in ("table", "events", "upserts", "deletes", "dead letter", "status"):
-        table.add_column(col, justify="right" if col not in ("table", "status") else "left")
+    for col in ("table", "events", "upserts", "deletes", "quarantined", "dead letter", "checks", "status"):
+        table.add_column(col, justify="right" if col not in ("table", "checks", "status") else "left")
     for name in sorted(totals):
         t = totals[name]
         status = t.status if not t.reason else f"{t.status}: {t.reason}"
-        table.add_row(t.table, str(t.events), str(t.upserts), str(t.deletes), str(t.dead_letter), status)
+        table.add_row(t.table, str(t.events), str(t.upserts), str(t.deletes), str(t.quarantined), str(t.dead_letter), check_summary(t.checks), status)
     console.print(table)
     if s.tombstones:
         console.print(f"tombstones skipped: {s.tombstones}")
@@ -104,21 +108,45 @@ def print_rows(console: Console, df: DataFrame, fmt: str, limit: int) -> None:
 def model_printer(console: Console) -> Callable[[Any], None]:
     def show(r: Any) -> None:
         colour = {"failed": "red", "skipped": "yellow", "noop": "dim"}.get(r.mode, "green")
-        console.print(f"[{colour}]{r.model}[/]: {r.mode} ({r.strategy}) {r.rows_written} written, {r.rows_deleted} deleted in {r.seconds:.1f}s — {r.reason}", highlight=False)
+        extra = f", {r.rows_quarantined} quarantined" if r.rows_quarantined else ""
+        failed = [c.name for c in r.checks if not c.success]
+        extra += f", failed checks: {', '.join(failed)}" if failed else ""
+        console.print(f"[{colour}]{r.model}[/]: {r.mode} ({r.strategy}) {r.rows_written} written, {r.rows_deleted} deleted{extra} in {r.seconds:.1f}s — {r.reason}", highlight=False)
 
     return show
 
 
 def print_build_summary(console: Console, results: list[Any]) -> None:
     t = Table(title=f"build: {len(results)} model(s)", title_justify="left")
-    for col in ("model", "mode", "strategy", "changed in", "written", "deleted", "seconds"):
-        t.add_column(col, justify="right" if col in ("changed in", "written", "deleted", "seconds") else "left", no_wrap=True)
+    for col in ("model", "mode", "strategy", "changed in", "written", "deleted", "quarantined", "checks", "seconds"):
+        t.add_column(col, justify="right" if col in ("changed in", "written", "deleted", "quarantined", "seconds") else "left", no_wrap=True)
     for r in results:
         read = "-" if r.rows_read is None else str(r.rows_read)
-        t.add_row(r.model, r.mode, r.strategy, read, str(r.rows_written), str(r.rows_deleted), f"{r.seconds:.1f}")
+        t.add_row(r.model, r.mode, r.strategy, read, str(r.rows_written), str(r.rows_deleted), str(r.rows_quarantined),
+                  check_summary(r.checks), f"{r.seconds:.1f}")
     console.print(t)
     for r in results:
         console.print(f"  {r.model}: {r.reason}", highlight=False)
+
+
+def check_summary(checks: list[Any]) -> str:
+    """`3 pass`, `1 of 3 fail`, or empty without checks."""
+    if not checks:
+        return ""
+    failed = sum(1 for c in checks if not c.success)
+    return f"{failed} of {len(checks)} fail" if failed else f"{len(checks)} pass"
+
+
+def print_checks(console: Console, records: list[Any]) -> None:
+    """`lake check`: one row per check of every model and table evaluated."""
+    t = Table(title=f"check: {len(records)} model(s)/table(s)", title_justify="left")
+    for col in ("model", "check", "severity", "status", "result"):
+        t.add_column(col, no_wrap=col != "result")
+    for rec in records:
+        for r in rec.results:
+            status = "[green]pass[/]" if r.success else ("[red]FAIL[/]" if r.severity == "error" else "[yellow]fail[/]")
+            t.add_row(rec.model, r.name, r.severity, status, r.summary())
+    console.print(t)
 
 
 def print_plan(console: Console, plans: list[Any]) -> None:

@@ -8,6 +8,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class CheckOutcome(BaseModel):
+    """One quality check's verdict, compact (the full result is in the quality store)."""
+
+    name: str
+    severity: str
+    success: bool
+    failing: int | None = None
+    total: int | None = None
+
+
 class TableBatchResult(BaseModel):
     """What one micro-batch did to one ODS table."""
 
@@ -18,7 +28,9 @@ class TableBatchResult(BaseModel):
     dead_letter: int = 0
     truncated: int = 0
     before_bootstrap: int = 0
-    status: Literal["ok", "already_committed", "dead_letter", "pending"] = "pending"
+    quarantined: int = 0  # rows a `drop` check sent to _quarantine.ods_<name>
+    checks: list[CheckOutcome] = Field(default_factory=list)
+    status: Literal["ok", "already_committed", "dead_letter", "blocked", "pending"] = "pending"
     reason: str | None = None
     event_ts_min: datetime | None = None  # source event time (Debezium source.ts_ms) range
     event_ts_max: datetime | None = None
@@ -56,11 +68,13 @@ class IngestSummary(BaseModel):
                 acc.dead_letter += t.dead_letter
                 acc.truncated += t.truncated
                 acc.before_bootstrap += t.before_bootstrap
+                acc.quarantined += t.quarantined
+                acc.checks = t.checks or acc.checks
                 for attr, pick in (("event_ts_min", min), ("event_ts_max", max)):
                     vals = [v for v in (getattr(acc, attr), getattr(t, attr)) if v is not None]
                     setattr(acc, attr, pick(vals) if vals else None)
-                if t.status == "dead_letter":
-                    acc.status, acc.reason = "dead_letter", t.reason
+                if t.status in ("dead_letter", "blocked"):
+                    acc.status, acc.reason = t.status, t.reason
         return out
 
     @property
@@ -93,6 +107,8 @@ class ModelResult(BaseModel):
     rows_read: int | None = None  # incremental: changed upstream keys consumed
     rows_written: int = 0
     rows_deleted: int = 0
+    rows_quarantined: int = 0  # rows a `drop` check sent to _quarantine.<layer>_<name>
+    checks: list[CheckOutcome] = Field(default_factory=list)
     upstream: dict[str, str] = Field(default_factory=dict)  # upstream -> completion time consumed
     seconds: float = 0.0
     error: str | None = None

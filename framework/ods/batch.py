@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from framework import hudi
 from framework.config import Project
+from framework.errors import QualityGateError
 from framework.faults import failpoint
 from framework.ods import decode as D
 from framework.ods.envelope import (
@@ -39,6 +40,7 @@ from framework.ods.envelope import (
     row_columns,
 )
 from framework.ods.evolution import merge_batch_types, normalize
+from framework.ods.gate import BatchBlocked, check_table
 from framework.paths import Layout
 from models.config import OdsTable
 from models.records import BatchResult, TableBatchResult
@@ -69,7 +71,10 @@ def _utc(ts: datetime) -> datetime:
 class OdsBatchWriter:
     """Writes micro-batches of CDC messages into the project's ODS tables."""
 
-    def __init__(self, spark: SparkSession, project: Project, stream_id: str, only: set[str] | None = None) -> None:
+    def __init__(self, spark: SparkSession, project: Project, stream_id: str, only: set[str] | None = None, run_id: str | None = None) -> None:
+        from framework.history import new_run_id
+
+        self.run_id = run_id or new_run_id()  # labels quality results and quarantined events
         self.spark = spark
         self.project = project
         self.layout = Layout(project.warehouse)
@@ -280,6 +285,7 @@ class OdsBatchWriter:
             )
         extra_dead: list[DataFrame] = []
         self._cached: list[DataFrame] = []
+        self._blocked: list[QualityGateError] = []
         try:
             for source, rows in sorted(by_table.items()):
                 t = self.tables[source]
@@ -291,6 +297,11 @@ class OdsBatchWriter:
             for df in self._cached:
                 df.unpersist()
         result.finished_at = datetime.now(timezone.utc)
+        if self._blocked:
+            # Raised after the other tables and the dead letter committed: the micro-batch fails,
+            # the streaming checkpoint stays before it, and the next run replays it (committed
+            # tables and the dead letter recognise the replay by their ods_batch metadata).
+            raise BatchBlocked(batch_id, self._blocked, result)
         return result
 
     # ------------------------------------------------------------------ per table
@@ -456,6 +467,16 @@ class OdsBatchWriter:
             if tr.upserts + tr.deletes == 0:
                 tr.status = "ok"
                 return tr
+            commit = out
+            if t.checks:
+                gate = check_table(self.spark, self.project, t, out, self.run_id, self._cached)
+                tr.checks, tr.quarantined = gate.checks, gate.quarantined
+                if gate.error is not None:
+                    tr.status, tr.reason = "blocked", f"quality gate: {', '.join(gate.error.failed)} failed"
+                    self._blocked.append(gate.error)
+                    return tr
+                commit = gate.rows
+                tr.upserts -= gate.quarantined
             opts = hudi.write_options(
                 name=t.table_name,
                 key=t.key,
@@ -466,7 +487,7 @@ class OdsBatchWriter:
                 extra=self.project.config.hudi,
             )
             failpoint("before_table_commit")
-            hudi.write(out, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)})
+            hudi.write(commit, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)})
             failpoint("after_table_commit")
         finally:
             out.unpersist()

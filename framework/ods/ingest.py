@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from framework.config import Project
 from framework.errors import EnvironmentProblem, IngestFailed, LakeError
 from framework.ods.batch import OdsBatchWriter, resolve_source_path
+from framework.ods.gate import BatchBlocked
 from framework.paths import Layout
 from models.config import FileSourceConfig
 from models.records import BatchResult, IngestSummary
@@ -136,8 +137,14 @@ def run_ingest(
     trigger_seconds: int | None = None,
     on_batch: Callable[[BatchResult], None] | None = None,
     stop_event: threading.Event | None = None,
+    run_id: str | None = None,
 ) -> IngestSummary:
-    """Ingest everything not yet ingested (`continuous=False`), or keep going until stopped."""
+    """Ingest everything not yet ingested (`continuous=False`), or keep going until stopped.
+    `run_id` (the run record's) labels quality results and quarantined events.
+
+    Raises:
+        BatchBlocked: an error check blocked a table; its `summary` holds the run so far.
+    """
     layout = Layout(project.warehouse)
     source = make_source(project)
     source.check()
@@ -148,8 +155,8 @@ def run_ingest(
             project.ods_table(sorted(unknown)[0])  # raises with "did you mean"
     ckpt = layout.checkpoint(checkpoint_name(sorted(only) if only else None))
     sid = stream_id(ckpt)
-    writer = OdsBatchWriter(spark, project, sid, only)
-    summary = IngestSummary(run_id=uuid.uuid4().hex[:12], started_at=datetime.now(timezone.utc))
+    writer = OdsBatchWriter(spark, project, sid, only, run_id=run_id)
+    summary = IngestSummary(run_id=run_id or uuid.uuid4().hex[:12], started_at=datetime.now(timezone.utc))
     failure: list[BaseException] = []
 
     def handle(batch: DataFrame, batch_id: int) -> None:
@@ -157,6 +164,8 @@ def run_ingest(
             msgs = source.messages(spark, batch, batch_id)
             result = writer.process(msgs, batch_id)
         except BaseException as e:  # surfaced after the query stops
+            if isinstance(e, BatchBlocked):
+                summary.batches.append(e.result)  # the tables that committed are in the record
             failure.append(e)
             raise
         summary.batches.append(result)
@@ -195,6 +204,8 @@ def run_ingest(
     if failure:
         summary.status, summary.error = "failed", str(failure[0])
         err = failure[0]
+        if isinstance(err, BatchBlocked):
+            err.summary = summary
         if isinstance(err, LakeError):
             raise err
         raise IngestFailed(f"ingest failed in a micro-batch: {err}", fix="rerun with --debug for the stack trace; committed tables are consistent and the batch is retried on the next run") from err

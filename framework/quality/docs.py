@@ -1,7 +1,7 @@
 """Great Expectations Data Docs, built from stored validation results (no Spark).
 
 GE 1.x renders Data Docs from its validation-results store. An ephemeral context with a
-filesystem Data Docs site at `<warehouse>/_lake/docs/gx` is enough: the stored GE JSON is loaded
+filesystem Data Docs site at `<report dir>/gx` is enough: the stored GE JSON is loaded
 back into that context's (in-memory) store and rendered, so evaluation never writes GE state and
 `lake report` can run long after the build, in another process.
 """
@@ -12,17 +12,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from framework.paths import Layout
 from models.quality_result import ModelQuality
 
 SITE = "lake"
 
 
-def site_dir(layout: Layout) -> Path:
-    return layout.docs / "gx"
+def site_dir(out: Path) -> Path:
+    """The Data Docs site inside a report directory."""
+    return out / "gx"
 
 
-def build_data_docs(layout: Layout, records: list[ModelQuality]) -> dict[tuple[str, str], Path]:
+def build_data_docs(out: Path, records: list[ModelQuality]) -> dict[tuple[str, str], Path]:
     """Render every GE suite result of `records`; returns (model, suite) -> its HTML page.
     The site's index (`site_dir/index.html`) is rewritten to list exactly `records` (GE builds it
     from the store, which here holds only what is passed), so pass every run to be listed."""
@@ -37,7 +37,7 @@ def build_data_docs(layout: Layout, records: list[ModelQuality]) -> dict[tuple[s
         ValidationResultIdentifier,
     )
 
-    base = site_dir(layout)
+    base = site_dir(out)
     ctx = gx.get_context(mode="ephemeral")
     site: Any = {
         "class_name": "SiteBuilder",

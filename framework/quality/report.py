@@ -1,20 +1,35 @@
-"""`lake report`'s static HTML: GE Data Docs plus one lake page per run (checks, severities,
-failing counts, samples, links into Data Docs). Plain string templating, no server, no Spark."""
+"""`lake report`'s static HTML and JSON: GE Data Docs plus one lake page per run (the run record's
+models and ODS tables with strategy, rows and duration; every check with severity, pass/fail,
+failing counts and samples, linking into Data Docs). Plain string templating, no server, no Spark.
+
+The report goes to `<project>/out/report/` (git-ignored, beside the project's other generated
+output), not into the warehouse: it is derived, rebuilt by every `lake report`, and must not be
+mistaken for data.
+"""
 
 from __future__ import annotations
 
 import html
 import os
 from pathlib import Path
+from typing import Any
 
+from framework import history
+from framework.config import Project
 from framework.paths import Layout
 from framework.quality import docs, store
 from models.quality_result import CheckResult, ModelQuality
+from models.records import RunRecord
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#f4f4f4}
 .pass{color:#17702e}.fail{color:#b00020;font-weight:600}.warn{color:#9a6700;font-weight:600}code{font-size:90%}
-pre{margin:0;font-size:85%}"""
+pre{margin:0;font-size:85%}td.n{text-align:right}"""
+
+
+def report_dir(project: Project) -> Path:
+    """Where `lake report` writes: `<project>/out/report/`."""
+    return project.root / "out" / "report"
 
 
 def _status(r: CheckResult) -> str:
@@ -23,8 +38,8 @@ def _status(r: CheckResult) -> str:
     if r.severity == "error":
         return '<span class="fail">FAIL (blocks)</span>'
     if r.severity == "drop":
-        return '<span class="warn">rows dropped</span>'
-    return '<span class="warn">warn</span>'
+        return '<span class="warn">fail: rows dropped</span>'
+    return '<span class="warn">fail (warn)</span>'
 
 
 def _samples(r: CheckResult) -> str:
@@ -53,29 +68,113 @@ def _model_section(record: ModelQuality, pages: dict[tuple[str, str], Path], pag
     )
 
 
-def render_run_page(run_id: str, records: list[ModelQuality], pages: dict[tuple[str, str], Path], page_dir: Path, docs_index: Path) -> str:
+def _cells(values: list[object]) -> str:
+    return "".join(f'<td class="n">{v}</td>' if isinstance(v, int | float) else f"<td>{html.escape(str(v))}</td>" for v in values)
+
+
+def _run_section(run: RunRecord) -> str:
+    secs = f"{(run.finished_at - run.started_at).total_seconds():.1f}s" if run.finished_at else "still running"
+    status = f'<span class="{"pass" if run.status == "ok" else "fail"}">{run.status}</span>'
+    parts = [f"<p><code>lake {html.escape(' '.join(run.args) or run.command)}</code> — {status}, started "
+             f"{run.started_at:%Y-%m-%d %H:%M:%S} UTC, {secs}</p>"]
+    if run.error:
+        parts.append(f"<pre>{html.escape(run.error)}</pre>")
+    if run.ingest is not None and run.ingest.batches:
+        rows = "".join(
+            f"<tr>{_cells([t.table, t.events, t.upserts, t.deletes, t.quarantined, t.dead_letter, t.status + (': ' + t.reason if t.reason else '')])}</tr>"
+            for _, t in sorted(run.ingest.totals().items())
+        )
+        parts.append("<h2>ODS tables</h2><table><tr><th>table</th><th>events</th><th>upserts</th><th>deletes</th>"
+                     f"<th>quarantined</th><th>dead letter</th><th>status</th></tr>{rows}</table>")
+    if run.models:
+        rows = "".join(
+            f"<tr>{_cells([m.model, m.mode, m.strategy, m.rows_written, m.rows_deleted, m.rows_quarantined, round(m.seconds, 1)])}"
+            f"<td>{_check_summary(m.checks)}</td><td>{html.escape(m.reason)}</td></tr>"
+            for m in run.models
+        )
+        parts.append("<h2>Models</h2><table><tr><th>model</th><th>mode</th><th>strategy</th><th>written</th><th>deleted</th>"
+                     f"<th>quarantined</th><th>seconds</th><th>checks</th><th>reason</th></tr>{rows}</table>")
+    return "".join(parts)
+
+
+def _check_summary(checks: list[Any]) -> str:
+    if not checks:
+        return ""
+    failed = [c for c in checks if not c.success]
+    if not failed:
+        return f'<span class="pass">{len(checks)} pass</span>'
+    return f'<span class="fail">{len(failed)} of {len(checks)} fail</span>'
+
+
+def render_run_page(run_id: str, records: list[ModelQuality], pages: dict[tuple[str, str], Path], page_dir: Path,
+                    docs_index: Path, run: RunRecord | None = None) -> str:
     """The HTML of one run's page; links are relative to `page_dir`."""
     blocked = [r.model for r in records if r.blocked]
     head = f"{len(records)} model(s) checked; " + (f"blocked: {', '.join(blocked)}" if blocked else "none blocked")
     body = "".join(_model_section(r, pages, page_dir) for r in records) or "<p>No checks ran in this run.</p>"
+    title = f"run {run_id}" + (f" ({run.command})" if run else "")
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>lake quality — run {html.escape(run_id)}</title>"
-        f"<style>{_STYLE}</style></head><body><h1>Quality checks — run {html.escape(run_id)}</h1><p>{html.escape(head)}</p>"
+        f"<!doctype html><html><head><meta charset='utf-8'><title>lake — {html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><p><a href='index.html'>All runs</a></p><h1>{html.escape(title)}</h1>"
+        f"{_run_section(run) if run else ''}<h2>Quality checks</h2><p>{html.escape(head)}</p>"
         f"{body}<p><a href='{html.escape(os.path.relpath(docs_index, page_dir))}'>All GE Data Docs</a></p></body></html>"
     )
 
 
-def write_report(layout: Layout, run_ids: list[str] | None = None) -> Path:
-    """Build Data Docs for every stored run (or `run_ids`) and a lake page per run under
-    `<warehouse>/_lake/docs/runs/`; returns the page of the last run."""
-    ids = run_ids if run_ids is not None else store.runs(layout)
+def render_index(run_ids: list[str], runs: dict[str, RunRecord], quality: dict[str, list[ModelQuality]]) -> str:
+    """The list of runs, newest first, with status and failed checks."""
+    rows = []
+    for rid in reversed(run_ids):
+        run = runs.get(rid)
+        failed = [f"{q.model}: {r.name}" for q in quality.get(rid, []) for r in q.results if not r.success]
+        status = run.status if run else "-"
+        rows.append(
+            f"<tr><td><a href='{html.escape(rid)}.html'>{html.escape(rid)}</a></td><td>{html.escape(run.command if run else '-')}</td>"
+            f"<td class='{'pass' if status == 'ok' else 'fail'}'>{status}</td><td>{len(quality.get(rid, []))}</td>"
+            f"<td>{html.escape('; '.join(failed))}</td></tr>"
+        )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>lake runs</title><style>{_STYLE}</style></head><body>"
+        "<h1>Runs</h1><table><tr><th>run</th><th>command</th><th>status</th><th>checked</th><th>failed checks</th></tr>"
+        f"{''.join(rows)}</table><p><a href='../gx/index.html'>GE Data Docs</a></p></body></html>"
+    )
+
+
+def _select(layout: Layout, run_ids: list[str] | None, last: int) -> tuple[list[str], dict[str, RunRecord]]:
+    records = {r.run_id: r for r in history.runs(layout)}
+    if run_ids is None:
+        ids = sorted(set(records) | set(store.runs(layout)))[-last:]
+    else:
+        ids = [history.get(layout, rid).run_id if rid not in store.runs(layout) else rid for rid in run_ids]
+    return ids, {rid: records[rid] for rid in ids if rid in records}
+
+
+def write_report(layout: Layout, out: Path, run_ids: list[str] | None = None, last: int = 20) -> Path:
+    """Build Data Docs and a lake page per run (the last `last` runs, or `run_ids`) under `out`,
+    plus `out/runs/index.html` listing them; returns the page of the newest run (the index if none)."""
+    ids, runs = _select(layout, run_ids, last)
     by_run = {rid: store.load_run(layout, rid) for rid in ids}
-    pages = docs.build_data_docs(layout, [rec for recs in by_run.values() for rec in recs])
-    page_dir = layout.docs / "runs"
+    pages = docs.build_data_docs(out, [rec for recs in by_run.values() for rec in recs])
+    page_dir = out / "runs"
     page_dir.mkdir(parents=True, exist_ok=True)
-    last = page_dir / "index.html"
+    index = page_dir / "index.html"
+    index.write_text(render_index(ids, runs, by_run), encoding="utf-8")
+    last_page = index
     for rid, recs in by_run.items():
         mine = {k: p for k, p in pages.items() if p.parts[-3] == rid}
-        last = page_dir / f"{rid}.html"
-        last.write_text(render_run_page(rid, recs, mine, page_dir, docs.site_dir(layout) / "index.html"), encoding="utf-8")
-    return last
+        last_page = page_dir / f"{rid}.html"
+        last_page.write_text(render_run_page(rid, recs, mine, page_dir, docs.site_dir(out) / "index.html", runs.get(rid)), encoding="utf-8")
+    return last_page
+
+
+def report_json(layout: Layout, run_ids: list[str] | None = None, last: int = 20) -> list[dict[str, Any]]:
+    """Per run: its run record and its stored check results (without GE's raw JSON)."""
+    ids, runs = _select(layout, run_ids, last)
+    return [
+        {
+            "run_id": rid,
+            "run": runs[rid].model_dump(mode="json") if rid in runs else None,
+            "quality": [q.model_dump(mode="json", exclude={"ge_results"}) for q in store.load_run(layout, rid)],
+        }
+        for rid in ids
+    ]

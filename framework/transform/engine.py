@@ -24,7 +24,9 @@ from framework import hudi
 from framework.config import Project
 from framework.errors import LakeError
 from framework.faults import failpoint
+from framework.history import new_run_id
 from framework.paths import Layout
+from framework.transform.gate import ModelGate
 from framework.transform.loader import Model
 from framework.transform.reader import TableReader, visible_columns
 from framework.transform.strategy import Aggregate, Analysis, analyze
@@ -58,11 +60,13 @@ class ModelContext:
 
 
 class Builder:
-    def __init__(self, spark: SparkSession, project: Project, models: dict[str, Model]) -> None:
+    def __init__(self, spark: SparkSession, project: Project, models: dict[str, Model], run_id: str | None = None) -> None:
         self.spark = spark
         self.project = project
         self.models = models
         self.layout = Layout(project.warehouse)
+        # Quality checks run before each commit; results and quarantined rows carry the run id.
+        self.gate = ModelGate(spark, project, self.layout, run_id or new_run_id())
         self.reader = TableReader(spark, self.layout)
         # ODS tables declared without `key:` (Kafka source) use the key they were created with.
         self.ods_keys = {
@@ -374,6 +378,10 @@ class Builder:
             gone = None
         out = out.withColumn("_hoodie_is_deleted", F.lit(False))
         exists = hudi.table_exists(path)
+        # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
+        # are deleted below like any key the query no longer returns.
+        if m.config.checks:
+            out = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
         deletes = None
         if exists:
             # Delete records need the key (and partition path) only: read just those columns.
@@ -407,6 +415,7 @@ class Builder:
             return written, deleted
         finally:
             final.unpersist()
+            self.gate.release()
 
 
 def _filler(sql_type: str, required: bool) -> Column:

@@ -33,10 +33,13 @@ def build(
     incremental: bool,
     on_start: Callable[[str], None] | None = None,
     on_result: Callable[[ModelResult], None] | None = None,
+    run_id: str | None = None,
 ) -> list[ModelResult]:
+    """Build the selected models in dependency order. `run_id` (the run record's) labels the
+    quality results and quarantined rows; a fresh id is made when None."""
     models, g = load(project)
     order = select(g, models, selectors, exclude)
-    builder = Builder(spark, project, models)
+    builder = Builder(spark, project, models, run_id=run_id)
     results: list[ModelResult] = []
     blocked: dict[str, str] = {}
     for name in order:
@@ -57,6 +60,9 @@ def build(
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 r = ModelResult(model=name, strategy="-", mode="failed", reason=f"{type(e).__name__}: {first[:300]}", error=str(e))
                 blocked[name] = r.reason
+        gated = builder.gate.summaries.pop(name, None)
+        if gated is not None:
+            r.rows_quarantined, r.checks = gated.quarantined, gated.checks
         if r.mode in ("full", "incremental") and r.committed_at is None:
             r.committed_at = datetime.now(timezone.utc)
         results.append(r)

@@ -1,0 +1,70 @@
+"""`lake check`: evaluate declared checks against the tables as they are now, without building.
+
+Row-level and table-level checks both judge the whole table (its live rows, visible columns).
+Nothing is committed or quarantined; the results are stored under the run id like a build's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from framework import hudi
+from framework.config import Project
+from framework.paths import Layout
+from framework.quality import evaluate, store
+from framework.transform.dag import build_graph, select
+from framework.transform.loader import load_models
+from framework.transform.reader import TableReader
+from models.quality import CheckSpec
+from models.quality_result import ModelQuality
+
+
+@dataclass(frozen=True)
+class Target:
+    """A model or ODS table with checks."""
+
+    name: str
+    checks: list[CheckSpec]
+    key: list[str]
+
+
+def targets(project: Project, selectors: list[str]) -> list[Target]:
+    """What `lake check SEL...` covers: models by selector, ODS tables by `ods.<name>` or
+    `layer:ods`; everything with checks when no selector is given."""
+    models = load_models(project)
+    g = build_graph(project, models)
+    ods_sel = [s for s in selectors if s == "layer:ods" or s.lower().startswith("ods.")]
+    model_sel = [s for s in selectors if s not in ods_sel]
+    if selectors:
+        tables = [project.ods_table(s) for s in ods_sel if s != "layer:ods"]
+        if "layer:ods" in ods_sel:
+            tables = list(project.ods_tables)
+        chosen = select(g, models, model_sel) if model_sel else []
+    else:
+        tables, chosen = list(project.ods_tables), select(g, models, [])
+    out = [Target(t.qualified_name, list(t.checks), list(t.key)) for t in tables]
+    out += [Target(n, list(models[n].config.checks), list(models[n].config.key or [])) for n in chosen]
+    return [t for t in out if t.checks]
+
+
+def check_tables(spark: SparkSession, project: Project, selected: list[Target], run_id: str) -> tuple[list[ModelQuality], list[str]]:
+    """Evaluate each target's checks on its current table; returns the results (stored) and the
+    targets skipped because their table does not exist yet."""
+    layout = Layout(project.warehouse)
+    reader = TableReader(spark, layout)
+    results: list[ModelQuality] = []
+    missing: list[str] = []
+    for t in selected:
+        if not hudi.table_exists(layout.table(t.name)):
+            missing.append(t.name)
+            continue
+        rows = reader.snapshot(t.name).persist()
+        try:
+            out = evaluate(spark, t.name, t.checks, rows, None, run_id=run_id, key=t.key)
+        finally:
+            rows.unpersist()
+        store.save(layout, out.record)
+        results.append(out.record)
+    return results, missing

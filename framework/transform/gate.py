@@ -1,0 +1,122 @@
+"""The quality gate of a model commit: evaluate the model's checks on the rows about to be
+written and on the table that would result, then block, quarantine or pass.
+
+Called by `Builder._write` between computing the upserts and the Hudi commit. Checks see the
+model's visible columns only; the drop split applies to the full rows (aggregate models carry
+hidden `_lake_*` state). A row a `drop` check rejects is not visible in the model's table: its
+key is treated like a key the query no longer returns (deleted if it was there), so an
+incremental build leaves the same table as a full rebuild. Aggregate rows are hidden instead
+(`_deleted`, as HAVING does), keeping the group's state for the next incremental build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from framework.config import Project
+from framework.paths import Layout
+from framework.quality import evaluate, quarantine, store
+from framework.quality.report import report_dir
+from framework.transform.reader import live, visible_columns
+from models.quality import CheckSpec
+from models.records import CheckOutcome
+
+
+@dataclass
+class GateSummary:
+    """What the gate did to one model in this run (copied into its ModelResult)."""
+
+    quarantined: int = 0
+    checks: list[CheckOutcome] = field(default_factory=list)
+
+
+class ModelGate:
+    """Evaluates the checks of every model a Builder writes, under one run id."""
+
+    def __init__(self, spark: SparkSession, project: Project, layout: Layout, run_id: str) -> None:
+        self.spark = spark
+        self.project = project
+        self.layout = layout
+        self.run_id = run_id
+        self.local = project.config.spark.master.startswith("local")
+        self.summaries: dict[str, GateSummary] = {}
+        self._cached: list[DataFrame] = []
+
+    def report_page(self) -> Path:
+        return report_dir(self.project) / "runs" / f"{self.run_id}.html"
+
+    def check(
+        self,
+        model: str,
+        checks: list[CheckSpec],
+        out: DataFrame,
+        key: list[str],
+        target: DataFrame | None = None,
+        scope: DataFrame | None = None,
+        scope_col: str = "_lake_key",
+        gone: DataFrame | None = None,
+    ) -> DataFrame:
+        """The rows to commit: `out` (full rows with `_lake_key` and `_deleted`) minus the rows
+        `drop` checks reject, which are written to the quarantine table first.
+
+        Args:
+            model: the model's name.
+            checks: its checks (none: `out` is returned untouched, nothing is evaluated).
+            out: the upsert rows, hidden columns included.
+            key: the columns `_lake_key` is made of.
+            target: the model's table (raw) when it exists; None for a first build.
+            scope: what the write replaces in `target` (None: the whole table).
+            scope_col: the column `scope` holds.
+            gone: `_lake_key`s the write deletes besides the scope (aggregate groups emptied).
+
+        Raises:
+            QualityGateError: an `error` check failed; nothing is written.
+        """
+        if not checks:
+            return out
+        from framework.transform.engine import lake_key
+
+        out = out.persist()
+        self._cached.append(out)
+        cols = visible_columns(out)
+        rows = out.where(~F.col("_deleted")).select(*cols)
+
+        def resulting(kept: DataFrame) -> DataFrame:
+            assert target is not None
+            untouched = target.where(live(target))
+            if scope is not None:
+                untouched = untouched.join(scope, scope_col, "left_anti")
+            untouched = untouched.join(out.select("_lake_key"), "_lake_key", "left_anti")
+            if gone is not None:
+                untouched = untouched.join(gone, "_lake_key", "left_anti")
+            return untouched.select(*cols).unionByName(kept.select(*cols))
+
+        table = resulting if (target is not None and scope is not None) else None
+        outcome = evaluate(self.spark, model, checks, rows, table, run_id=self.run_id, key=key)
+        store.save(self.layout, outcome.record)
+        summary = GateSummary(checks=quarantine.outcomes(outcome.record))
+        self.summaries[model] = summary
+        if outcome.blocked:
+            self.release()
+            raise outcome.error(report=f"{self.report_page()} (render it with `lake report`)")
+        if outcome.quarantined is None:
+            return out
+        bad = outcome.quarantined.withColumn("_lake_key", lake_key(key))
+        summary.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi)
+        if not any(c.startswith("_lake_") and c != "_lake_key" for c in out.columns):
+            return out.join(bad.select("_lake_key"), "_lake_key", "left_anti")
+        # An aggregate's row carries its group's running state, which the next incremental
+        # build adds to: hide the row as HAVING does (`_deleted`) instead of losing the state.
+        hidden = bad.select("_lake_key", F.lit(True).alias("_lake_dropped")).dropDuplicates(["_lake_key"])
+        flagged = out.join(hidden, "_lake_key", "left")
+        return flagged.withColumn("_deleted", F.col("_deleted") | F.coalesce(F.col("_lake_dropped"), F.lit(False))).drop("_lake_dropped").select(*out.columns)
+
+    def release(self) -> None:
+        """Unpersist what the last evaluations cached (after the commit that used it)."""
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
