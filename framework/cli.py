@@ -8,7 +8,7 @@ import functools
 import json
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,26 +34,12 @@ class Ctx:
         return load_project(self.project_dir)
 
 
-@contextlib.contextmanager
-def recorded(project: Any, command: str) -> Iterator[Any]:
+def recorded(project: Any, command: str) -> contextlib.AbstractContextManager[Any]:
     """Store a run record for this command, whatever happens (run history)."""
-    from datetime import datetime, timezone
-
     from framework import history
     from framework.paths import Layout
 
-    rec = history.new_run(command, sys.argv[1:])
-    history.save(Layout(project.warehouse), rec)  # status "running": a killed process leaves this
-    try:
-        yield rec
-        if rec.status == "running":
-            rec.status = "ok"
-    except BaseException as e:
-        rec.status, rec.error = "failed", str(e)
-        raise
-    finally:
-        rec.finished_at = datetime.now(timezone.utc)
-        history.save(Layout(project.warehouse), rec)
+    return history.recorded(Layout(project.warehouse), command, sys.argv[1:])
 
 
 LOCK_TIMEOUT = click.option(

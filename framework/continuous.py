@@ -12,7 +12,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 
 import networkx as nx
 from pyspark.sql import SparkSession
@@ -61,9 +60,7 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
     """One ingest + incremental build of the affected models; stored as a run record."""
     models, g = load(project)
     chosen = select(g, models, selectors, exclude)
-    rec = history.new_run("run", args)
-    history.save(Layout(project.warehouse), rec)  # status "running" until the cycle ends
-    try:
+    with history.recorded(Layout(project.warehouse), "run", args) as rec:
         try:
             summary = run_ingest(spark, project, run_id=rec.run_id)
         except BatchBlocked as e:
@@ -79,12 +76,6 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
         rec.status = "failed" if bad else "ok"
         if bad:
             rec.error = "; ".join(f"{r.model}: {r.reason}" for r in bad)
-    except BaseException as e:
-        rec.status, rec.error = "failed", str(e)
-        raise
-    finally:
-        rec.finished_at = datetime.now(timezone.utc)
-        history.save(Layout(project.warehouse), rec)
     return rec
 
 

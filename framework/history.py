@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,6 +43,24 @@ def _settle(record: RunRecord) -> RunRecord:
         record.status = "crashed"
         record.error = record.error or f"process {record.pid} ended without finishing the run (killed or crashed); committed tables are consistent, rerun to continue"
     return record
+
+
+@contextlib.contextmanager
+def recorded(layout: Layout, command: str, args: list[str]) -> Iterator[RunRecord]:
+    """A run record for the block, stored whatever happens: first as `running` (a killed process
+    leaves that, read back as `crashed`), then `ok`, or `failed` with the error."""
+    rec = new_run(command, args)
+    save(layout, rec)
+    try:
+        yield rec
+        if rec.status == "running":
+            rec.status = "ok"
+    except BaseException as e:
+        rec.status, rec.error = "failed", str(e)
+        raise
+    finally:
+        rec.finished_at = datetime.now(timezone.utc)
+        save(layout, rec)
 
 
 def save(layout: Layout, record: RunRecord) -> Path:

@@ -45,6 +45,14 @@ class LakeProject:
     def layout(self) -> Layout:
         return Layout(self.project.warehouse)
 
+    def add_models(self, models: dict[str, str]) -> LakeProject:
+        """Write model files, e.g. {"dws/agg.sql": "select ...", "dws/agg.yaml": "key: [id]"}."""
+        for rel, text in models.items():
+            p = self.root / "layers" / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        return self
+
     def write_cdc(self, lines: list[str] | list[dict[str, Any]], name: str | None = None) -> Path:
         """Write one CDC file; mtimes increase with each file so arrival order is the write order."""
         self._n += 1

@@ -29,12 +29,7 @@ MODELS = {
 
 
 def _project(root: Path) -> LakeProject:
-    lp = LakeProject(root, ODS)
-    for rel, text in MODELS.items():
-        p = root / "layers" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return lp
+    return LakeProject(root, ODS).add_models(MODELS)
 
 
 def _seed(lp: LakeProject, spark: Any) -> None:

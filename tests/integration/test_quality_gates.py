@@ -36,12 +36,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 def _project(root: Path, ods: str = ODS) -> LakeProject:
-    lp = LakeProject(root, ods)
-    for rel, text in MODELS.items():
-        p = root / "layers" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return lp
+    return LakeProject(root, ods).add_models(MODELS)
 
 
 def _user(op: str, uid: int, city: str | None, score: int, pos: int, before: dict[str, Any] | None = None) -> dict[str, Any]:
