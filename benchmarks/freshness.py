@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             "rate": args.rate, "every": args.every, "trigger": args.trigger, "seconds": args.seconds, "produced": produced,
             "files": len(producer.files), "cycles": len(records), "cycle_p50": percentile(cycles, 0.5),
             "cycle_max": max(cycles) if cycles else 0.0, "warm": warm, "wall": wall, "rows": rows,
+            "models": len(__import__("framework.transform.runner", fromlist=["load"]).load(project)[0]),
         }
         text = markdown_section(result, args.note)
         print(text)
@@ -182,7 +183,7 @@ def markdown_section(r: dict[str, Any], note: str | None) -> str:
         f"- Command: `{r['command']}`",
         f"- Stream: the demo's six tables (Debezium MySQL simulator), {r['rate']:g} events/s in one file every "
         f"{r['every']:g} s for {r['seconds']:g} s ({r['produced']:,} events in {r['files']} files); "
-        f"`lake run --continuous --trigger {r['trigger']}s` over all demo models (7), after a warm-up cycle "
+        f"`lake run --continuous --trigger {r['trigger']}s` over all {r['models']} demo models, after a warm-up cycle "
         f"(snapshot ingest + full builds, {r['warm']:.0f} s, not measured).",
         f"- Cycles: {r['cycles']}, each ingest + incremental builds of the affected models: median {r['cycle_p50']:.1f} s, "
         f"longest {r['cycle_max']:.1f} s.",

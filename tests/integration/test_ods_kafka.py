@@ -154,3 +154,34 @@ def test_sigkill_mid_batch_then_restart_equals_clean_run(tmp_path: Path, spark: 
     rerun = _lake(tmp_path, "ingest", "--once")
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert _snapshot(lp, spark) == file_run
+
+
+def test_continuous_reads_new_messages_and_stops_cleanly(tmp_path: Path, spark: Any, kafka_broker: Any) -> None:
+    import threading
+    import time
+
+    from framework import hudi
+
+    topic = f"lkcont{tmp_path.name[-6:]}"
+    kafka_broker.create_topic(topic, partitions=1)
+    kafka_broker.produce(topic, [('{"id": 1}', json.dumps(envelope("c", "shop.users", None, {"id": 1, "v": 1}, pos=1)))])
+    lp = LakeProject(tmp_path, TABLES, _kafka_yaml(kafka_broker.bootstrap_servers, topics=[topic]))
+    stop, done = threading.Event(), []
+    worker = threading.Thread(target=lambda: done.append(lp.ingest(spark, continuous=True, trigger_seconds=1, stop_event=stop)))
+    worker.start()
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not hudi.completed_instants(spark, lp.layout.table("ods.users")):
+            time.sleep(0.5)
+        kafka_broker.produce(topic, [('{"id": 2}', json.dumps(envelope("c", "shop.users", None, {"id": 2, "v": 2}, pos=2))),
+                                     ('{"id": 1}', json.dumps(envelope("d", "shop.users", {"id": 1, "v": 1}, None, pos=3))),
+                                     ('{"id": 1}', None)])
+        while time.time() < deadline and lp.rows(spark, "users", ["id"]) != [{"id": 2}]:
+            time.sleep(1)
+    finally:
+        stop.set()
+        worker.join(timeout=120)
+    assert not worker.is_alive()
+    (summary,) = done
+    assert summary.status == "ok" and len(summary.batches) >= 2 and summary.tombstones == 1
+    assert lp.rows(spark, "users", ["id", "v"]) == [{"id": 2, "v": 2}]
