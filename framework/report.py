@@ -118,11 +118,10 @@ def model_printer(console: Console) -> Callable[[Any], None]:
 
 def print_build_summary(console: Console, results: list[Any]) -> None:
     t = Table(title=f"build: {len(results)} model(s)", title_justify="left")
-    for col in ("model", "mode", "strategy", "changed in", "written", "deleted", "quarantined", "checks", "seconds"):
-        t.add_column(col, justify="right" if col in ("changed in", "written", "deleted", "quarantined", "seconds") else "left", no_wrap=True)
+    for col in ("model", "mode", "strategy", "written", "deleted", "quarantined", "checks", "seconds"):
+        t.add_column(col, justify="right" if col in ("written", "deleted", "quarantined", "seconds") else "left", no_wrap=True)
     for r in results:
-        read = "-" if r.rows_read is None else str(r.rows_read)
-        t.add_row(r.model, r.mode, r.strategy, read, str(r.rows_written), str(r.rows_deleted), str(r.rows_quarantined),
+        t.add_row(r.model, r.mode, r.strategy, str(r.rows_written), str(r.rows_deleted), str(r.rows_quarantined),
                   check_summary(r.checks), f"{r.seconds:.1f}")
     console.print(t)
     for r in results:

@@ -104,7 +104,6 @@ class ModelResult(BaseModel):
     strategy: str
     mode: str  # full | incremental | noop | failed | skipped
     reason: str
-    rows_read: int | None = None  # incremental: changed upstream keys consumed
     rows_written: int = 0
     rows_deleted: int = 0
     rows_quarantined: int = 0  # rows a `drop` check sent to _quarantine.<layer>_<name>

@@ -74,7 +74,6 @@ class Builder:
             for t in project.ods_tables
         }
         self._analysis: dict[str, Analysis] = {}
-        self._rows_read = 0
         self.local = project.config.spark.master.startswith("local")
 
     # ------------------------------------------------------------------ analysis
@@ -165,22 +164,16 @@ class Builder:
         res = ModelResult(model=m.name, strategy=a.strategy, mode=p.mode, reason=p.reason, upstream=p.end)
         if p.mode == "noop":
             return res
-        self._rows_read = 0
-        try:
-            if p.mode == "full":
-                rows = self._full_rows(p)
-                w, d = self._write(m, a, rows, p, scope=None)
-            elif a.strategy == "aggregate":
-                w, d = self._aggregate_incremental(p)
-            elif a.strategy == "rowwise":
-                w, d = self._rowwise_incremental(p)
-            else:
-                w, d = self._rescan_incremental(p)
-        finally:
-            self.reader.release()
+        if p.mode == "full":
+            rows = self._full_rows(p)
+            w, d = self._write(m, a, rows, p, scope=None)
+        elif a.strategy == "aggregate":
+            w, d = self._aggregate_incremental(p)
+        elif a.strategy == "rowwise":
+            w, d = self._rowwise_incremental(p)
+        else:
+            w, d = self._rescan_incremental(p)
         res.rows_written, res.rows_deleted = w, d
-        if p.mode == "incremental":
-            res.rows_read = self._rows_read
         res.seconds = round(time.time() - t0, 3)
         return res
 
@@ -280,11 +273,9 @@ class Builder:
             state.unpersist()
 
     def _read_change(self, u: str, key: list[str], p: Plan) -> Any:
-        """The net change of upstream `u` in the plan's range; counts the changed keys (the change
-        set is persisted, so the count is the read the build needs anyway)."""
-        ch = self.reader.change(u, key, p.begin[u], p.end[u])
-        self._rows_read += ch.keys.count()
-        return ch
+        """The net change of upstream `u` in the plan's range (lazy: each use reads it again;
+        persisting it measured slower at 1 M rows, see BENCHMARKS.md)."""
+        return self.reader.change(u, key, p.begin[u], p.end[u])
 
     def _rows_of_groups(self, a: Analysis, key: list[str], upstream: DataFrame, groups: DataFrame) -> DataFrame:
         """The upstream rows of the given groups (`_lake_key`s), filtered before aggregating so a

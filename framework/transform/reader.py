@@ -51,20 +51,6 @@ class TableReader:
     def __init__(self, spark: SparkSession, layout: Layout) -> None:
         self.spark = spark
         self.layout = layout
-        self._cached: list[DataFrame] = []
-
-    def release(self) -> None:
-        """Unpersist the change sets read since the last call (end of one model's build)."""
-        for df in self._cached:
-            df.unpersist()
-        self._cached.clear()
-
-    def _keep(self, df: DataFrame) -> DataFrame:
-        """Change sets are small and used several times per build (query, scope, deletes):
-        read the Hudi incremental and CDC relations once."""
-        df = df.persist()
-        self._cached.append(df)
-        return df
 
     def path(self, name: str) -> Path:
         return self.layout.table(name)
@@ -130,7 +116,7 @@ class TableReader:
             parsed = first.select(img.alias("b")).where(F.col("b").isNotNull())
             typed = parsed.select(*[_from_avro_json(F.col("b")[f.name], schema[f.name].dataType).alias(f.name) for f in full.fields])
             before = typed.where(live(typed)).select(*cols)
-        return Change(before=self._keep(before), after=self._keep(after), keys=self._keep(keys))
+        return Change(before=before, after=after, keys=keys)
 
 
 def _avro_json_type(t: T.DataType) -> T.DataType:
