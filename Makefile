@@ -13,7 +13,7 @@ install: $(STAMP) jars chromium
 # missing and running as root; otherwise that test skips and says why.
 chromium:
 	@command -v chromium >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; \
 	  else echo "note: chromium is missing (apt-get install -y chromium as root); the report test will skip"; fi; }
 
 $(STAMP): pyproject.toml
