@@ -139,7 +139,11 @@ def main(argv: list[str] | None = None) -> int:
             records.append(rec)
             built = sum(1 for m in rec.models if m.committed_at)
             print(f"cycle {len(records)}: {rec.ingest.events if rec.ingest else 0} events, {built} models "
-                  f"in {(rec.finished_at - rec.started_at).total_seconds():.1f}s", flush=True)
+                  f"in {(rec.finished_at - rec.started_at).total_seconds():.1f}s: "
+                  + ", ".join(f"{m.model} {m.mode} {m.seconds:.1f}s" for m in rec.models), flush=True)
+            for m in rec.models:
+                if m.mode == "failed":
+                    print(f"  {m.model} failed: {m.error or m.reason}", flush=True)
 
         producer.start()
         timer = threading.Timer(args.seconds, lambda: (stop_stream.set(), stop_lake.set()))

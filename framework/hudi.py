@@ -66,6 +66,12 @@ def write_options(
         "hoodie.delete.shuffle.parallelism": par,
         "hoodie.embed.timeline.server": "false",
         "hoodie.metadata.enable": "false",
+        # Record-key bloom filters in every base file serve only the BLOOM indexes; lake uses
+        # SIMPLE / GLOBAL_SIMPLE, and building the filters was ~8 % of a small incremental
+        # cycle's CPU (JFR profile, BENCHMARKS.md). Hudi's doc: "set to false in non bloom
+        # index cases for CPU resource saving".
+        "hoodie.index.type": "SIMPLE",
+        "hoodie.parquet.bloom.filter.enabled": "false",
         # Downstream models read CDC files: keep them long enough (cleaner retention bounds
         # how far behind an incremental consumer may be; HUDI_NOTES §2.5, §3.4).
         "hoodie.clean.commits.retained": "50",

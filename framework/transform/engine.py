@@ -406,7 +406,7 @@ class Builder:
             return written, deleted
         finally:
             final.unpersist()
-            self.gate.release()
+            self.gate.release(m.name)
 
 
 def _filler(sql_type: str, required: bool) -> Column:

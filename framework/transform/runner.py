@@ -1,7 +1,10 @@
 """`lake build` / `lake plan`: plan and build selected models in dependency order.
 
-A failing model does not stop its siblings: its descendants are skipped with the reason and
-the run exits non-zero.
+Models build one at a time on one SparkSession: building independent models on concurrent
+threads was measured (BENCHMARKS.md, freshness) and dropped — the machine was CPU-bound already,
+and concurrent Hudi scans in one session sporadically failed (`ColumnarBatchRow cannot be cast to
+ColumnarBatch`). A failing model does not stop its siblings: its descendants are skipped with
+the reason and the run exits non-zero.
 """
 
 from __future__ import annotations
@@ -35,40 +38,60 @@ def build(
     on_result: Callable[[ModelResult], None] | None = None,
     run_id: str | None = None,
 ) -> list[ModelResult]:
-    """Build the selected models in dependency order. `run_id` (the run record's) labels the
-    quality results and quarantined rows; a fresh id is made when None."""
+    """Build the selected models one at a time, upstreams first and the serving layer's chains
+    before models that feed no DWS model (`serving_first`). `run_id` (the run record's) labels
+    the quality results and quarantined rows; a fresh id is made when None. Results come back in
+    the order the models were built."""
     models, g = load(project)
-    order = select(g, models, selectors, exclude)
+    order = serving_first(g, models, select(g, models, selectors, exclude))
     builder = Builder(spark, project, models, run_id=run_id)
     results: list[ModelResult] = []
-    blocked: dict[str, str] = {}
+    blocked: set[str] = set()
     for name in order:
-        if on_start:
-            on_start(name)
-        m = models[name]
-        bad = [u for u in m.upstreams if u in blocked]
+        bad = [u for u in models[name].upstreams if u in blocked]
         if bad:
             r = ModelResult(model=name, strategy="-", mode="skipped", reason=f"upstream {bad[0]} failed")
-            blocked[name] = r.reason
         else:
-            try:
-                r = builder.run(builder.plan(m, incremental))
-            except LakeError as e:
-                r = ModelResult(model=name, strategy="-", mode="failed", reason=e.message, error=str(e))
-                blocked[name] = str(e)
-            except Exception as e:  # noqa: BLE001 - report per model, keep building other branches
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                r = ModelResult(model=name, strategy="-", mode="failed", reason=f"{type(e).__name__}: {first[:300]}", error=str(e))
-                blocked[name] = r.reason
-        gated = builder.gate.summaries.pop(name, None)
-        if gated is not None:
-            r.rows_quarantined, r.checks = gated.quarantined, gated.checks
-        if r.mode in ("full", "incremental") and r.committed_at is None:
-            r.committed_at = datetime.now(timezone.utc)
+            if on_start:
+                on_start(name)
+            r = _build_one(builder, models[name], incremental)
+        if r.mode in ("failed", "skipped"):
+            blocked.add(name)
         results.append(r)
         if on_result:
             on_result(r)
     return results
+
+
+def serving_first(g: nx.DiGraph, models: dict[str, Model], order: list[str]) -> list[str]:
+    """`order` (a dependency order) re-ranked for freshness of the serving layer: longest chain of
+    selected models ending in a DWS model first, models that feed no DWS model last; ties keep
+    their place. Only a preference: a model still waits for its upstreams."""
+    chosen = set(order)
+    height: dict[str, int] = {}
+    for name in reversed(order):  # descendants before ancestors
+        below = [height[d] for d in g.successors(name) if d in chosen and height.get(d, 0) > 0]
+        mine = 1 if models[name].layer == "dws" else 0
+        height[name] = max(below, default=0) + 1 if below else mine
+    pos = {n: i for i, n in enumerate(order)}
+    return sorted(order, key=lambda n: (-height[n], pos[n]))
+
+
+def _build_one(builder: Builder, m: Model, incremental: bool) -> ModelResult:
+    """Plan and build one model; any error becomes its failed result (siblings keep building)."""
+    try:
+        r = builder.run(builder.plan(m, incremental))
+    except LakeError as e:
+        r = ModelResult(model=m.name, strategy="-", mode="failed", reason=e.message, error=str(e))
+    except Exception as e:  # noqa: BLE001 - report per model, keep building other branches
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        r = ModelResult(model=m.name, strategy="-", mode="failed", reason=f"{type(e).__name__}: {first[:300]}", error=str(e))
+    gated = builder.gate.summaries.pop(m.name, None)
+    if gated is not None:
+        r.rows_quarantined, r.checks = gated.quarantined, gated.checks
+    if r.mode in ("full", "incremental") and r.committed_at is None:
+        r.committed_at = datetime.now(timezone.utc)
+    return r
 
 
 def plan(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], incremental: bool) -> list[tuple[Plan, dict[str, int]]]:

@@ -95,3 +95,23 @@ def test_fingerprint_covers_sql_and_yaml(tmp_path: Path) -> None:
     (root / "layers" / "dws" / "user_agg.sql").write_text("select count(*) as num, device_model from ods.user group by device_model")
     after_sql = load_models(load_project(root))["dws.user_agg"].fingerprint
     assert len({before, after_yaml, after_sql}) == 3
+
+
+def test_serving_first_puts_the_longest_chain_to_dws_first(tmp_path: Path) -> None:
+    from framework.transform.runner import serving_first
+
+    p = load_project(_project(tmp_path, FILES))
+    models = load_models(p)
+    g = build_graph(p, models)
+    order = select(g, models, [])
+    queue = serving_first(g, models, order)
+    assert sorted(queue) == sorted(order)
+    # order_detail -> product_sales is the longest chain to DWS; user_profile feeds no DWS model.
+    assert queue[0] == "dwd.order_detail" and queue[-1] == "dwd.user_profile"
+    assert set(queue[1:3]) == {"dws.product_sales", "dws.user_agg"}
+    # Every model still comes after its upstreams.
+    for i, n in enumerate(queue):
+        assert all(u not in queue[i:] for u in models[n].upstreams)
+    # Without DWS in the selection the dependency order is kept.
+    only_dwd = select(g, models, ["layer:dwd"])
+    assert serving_first(g, models, only_dwd) == only_dwd
