@@ -83,10 +83,20 @@ def decimal_from_byte_array(arr: Column, precision: int, scale: int) -> Column:
 def decimal_from_hex(hexs: Column, precision: int, scale: int) -> Column:
     """Decimal from the hex text of a big-endian two's-complement unscaled value (≤ 16 bytes)."""
     negative = F.substring(hexs, 1, 1).isin("8", "9", "A", "B", "C", "D", "E", "F")
-    inverted = F.translate(hexs, "0123456789ABCDEF", "FEDCBA9876543210")
-    pos_val = _unsigned_from_hex32(F.lpad(hexs, 32, "0"))
-    neg_val = -(_unsigned_from_hex32(F.lpad(inverted, 32, "0")) + F.lit(1))
-    unscaled = F.when(negative, neg_val).otherwise(pos_val).cast("decimal(38,0)").cast("string")
+    if precision <= 18:
+        # The unscaled value fits a signed 64-bit integer: sign-extend to 16 hex digits and let
+        # conv read it as signed. A much smaller expression than the 128-bit path below, whose
+        # generated code for a few decimal columns outgrew the JVM's 64 KB method limit (Spark
+        # then logs the failed compile and falls back to interpreting, every micro-batch).
+        # Redundant sign bytes (a non-minimal encoding, e.g. an Avro fixed of 16 bytes) go first.
+        minimal = F.regexp_replace(F.regexp_replace(hexs, "^(00)+(?=[0-7])", ""), "^(FF)+(?=[89A-F])", "")
+        extended = F.when(negative, F.lpad(minimal, 16, "F")).otherwise(F.lpad(minimal, 16, "0"))
+        unscaled = F.when(F.length(minimal) <= 16, F.conv(extended, 16, -10))
+    else:
+        inverted = F.translate(hexs, "0123456789ABCDEF", "FEDCBA9876543210")
+        pos_val = _unsigned_from_hex32(F.lpad(hexs, 32, "0"))
+        neg_val = -(_unsigned_from_hex32(F.lpad(inverted, 32, "0")) + F.lit(1))
+        unscaled = F.when(negative, neg_val).otherwise(pos_val).cast("decimal(38,0)").cast("string")
     if scale == 0:
         as_text = unscaled
     else:

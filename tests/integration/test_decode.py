@@ -14,9 +14,9 @@ from framework.ods import decode as D
 from framework.ods.envelope import Decoder
 
 
-def _b64_decimal(value: Decimal, scale: int) -> str:
+def _b64_decimal(value: Decimal, scale: int, width: int | None = None) -> str:
     unscaled = int(value.scaleb(scale, context=Context(prec=100)))
-    n = max(1, (unscaled.bit_length() + 8) // 8)
+    n = width or max(1, (unscaled.bit_length() + 8) // 8)
     return base64.b64encode(unscaled.to_bytes(n, "big", signed=True)).decode()
 
 
@@ -31,10 +31,20 @@ def _b64_decimal(value: Decimal, scale: int) -> str:
         (Decimal("-128"), 5, 0),
         (Decimal("99999999999999999999999999999999.123456"), 38, 6),
         (Decimal("-99999999999999999999999999999999.123456"), 38, 6),
+        (Decimal("9999999999999999.99"), 18, 2),
+        (Decimal("-9999999999999999.99"), 18, 2),
+        (Decimal("-999999999999999999"), 18, 0),
+        (Decimal("-1"), 18, 0),
+        (Decimal("-0.01"), 12, 2),
+        (Decimal("123456789012.345678"), 19, 6),
+        (Decimal("-123456789012.345678"), 19, 6),
     ],
 )
-def test_decimal_base64(spark: Any, value: Decimal, precision: int, scale: int) -> None:
-    text = _b64_decimal(value, scale)
+@pytest.mark.parametrize("width", [None, 16], ids=["minimal", "sign-extended"])
+def test_decimal_base64(spark: Any, value: Decimal, precision: int, scale: int, width: int | None) -> None:
+    """Minimal two's-complement bytes (Debezium) and bytes sign-extended to a fixed width (Avro
+    fixed) decode to the same value."""
+    text = _b64_decimal(value, scale, width)
     df = spark.createDataFrame([(text,)], "t string")
     got = df.select(D.decode(F.col("t"), Decoder("decimal_b64", f"decimal({precision},{scale})", scale)).alias("v")).first()["v"]
     assert got == value
