@@ -232,7 +232,19 @@ class Builder:
         signed = ch.before.withColumn("_lake_sign", F.lit(-1)).unionByName(ch.after.withColumn("_lake_sign", F.lit(1)), allowMissingColumns=True)
         delta = self._grouped(a, signed, ["sum(_lake_sign) AS _lake_rows"] + [e for g in a.aggregates for e in _delta_exprs(g)])
         key = list(a.key or ())
-        delta = delta.withColumn("_lake_key", lake_key(key))
+        # The delta (one row per changed group) feeds the merge, the old-state lookup and the
+        # write's scope. Spark would re-read and re-decode the change for each use (exchange
+        # reuse is off, see session.py): keep it.
+        delta = delta.withColumn("_lake_key", lake_key(key)).persist()
+        try:
+            return self._merge_aggregate(p, delta)
+        finally:
+            delta.unpersist()
+
+    def _merge_aggregate(self, p: Plan, delta: DataFrame) -> tuple[int, int]:
+        a = p.analysis
+        u = a.upstreams[0]
+        key = list(a.key or ())
         target = self.reader.raw(p.model.name)
         old = target.join(delta.select("_lake_key"), "_lake_key", "left_semi")
         state_types = {f.name: f.dataType for f in self._state_query(p, self.reader.snapshot(u, p.end[u])).schema.fields}
@@ -369,6 +381,12 @@ class Builder:
             gone = None
         out = out.withColumn("_hoodie_is_deleted", F.lit(False))
         exists = hudi.table_exists(path)
+        # An incremental write uses its rows twice (upserts, and the anti-join that finds the
+        # deletes); keep them rather than evaluate the model's query twice. They are the changed
+        # rows only; a full build's rows are evaluated once more instead of being held.
+        held = out.persist() if scope is not None and exists else None
+        if held is not None:
+            out = held
         # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
         # are deleted below like any key the query no longer returns.
         if m.config.checks:
@@ -406,6 +424,8 @@ class Builder:
             return written, deleted
         finally:
             final.unpersist()
+            if held is not None:
+                held.unpersist()
             self.gate.release(m.name)
 
 

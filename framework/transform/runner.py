@@ -95,8 +95,9 @@ def _build_one(builder: Builder, m: Model, incremental: bool) -> ModelResult:
 
 
 def plan(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], incremental: bool) -> list[tuple[Plan, dict[str, int]]]:
+    """Each selected model's plan (and pending changed rows), in the order `build` would run them."""
     models, g = load(project)
-    order = select(g, models, selectors, exclude)
+    order = serving_first(g, models, select(g, models, selectors, exclude))
     builder = Builder(spark, project, models)
     out = []
     for name in order:
