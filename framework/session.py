@@ -69,6 +69,17 @@ def base_conf(master: str, warehouse: Path, log_dir: Path, kafka: bool = True) -
         # Hudi scans of one table at two instants in one plan break Spark's exchange-reuse
         # canonicalization (ColumnarToRowExec "assertion failed"); rescans need both.
         "spark.sql.exchange.reuse": "false",
+        # Hudi 1.2's file format keeps the outcome of `supportBatch` in mutable fields and writes
+        # it into the *session* conf (`spark.sql.parquet.enableVectorizedReader`) each time it
+        # builds a reader — false for every incremental/CDC scan, true for snapshot scans. Under
+        # AQE, planning and execution interleave, so a scan planned as columnar could get a row
+        # reader: sporadic `ColumnarBatchRow cannot be cast to ColumnarBatch` (BENCHMARKS.md,
+        # freshness; apache/hudi#19817). Row-based Parquet reads for every scan make the
+        # decision the same every time.
+        "spark.sql.parquet.enableVectorizedReader": "false",
+        # Plan descriptions posted to listeners at every AQE re-plan were ~30 % of the driver's
+        # busy samples during small incremental builds (jstack sampling); `simple` is the cheapest.
+        "spark.sql.ui.explainMode": "simple",
     }
 
 
