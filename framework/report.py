@@ -217,7 +217,6 @@ class ModelProgress:
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=console, transient=True)
         self.task = self.progress.add_task("building", total=total)
-        self.running: list[str] = []  # models build concurrently
 
     def __enter__(self) -> ModelProgress:
         self.progress.start()
@@ -227,15 +226,11 @@ class ModelProgress:
         self.progress.stop()
 
     def on_start(self, name: str) -> None:
-        self.running.append(name)
-        self.progress.update(self.task, description="building " + ", ".join(self.running))
+        self.progress.update(self.task, description=f"building {name}")
 
     def on_result(self, r: Any) -> None:
-        if r.model in self.running:
-            self.running.remove(r.model)
         self.printer(r)
         self.progress.advance(self.task)
-        self.progress.update(self.task, description="building " + ", ".join(self.running) if self.running else "building")
 
 
 class IngestProgress:

@@ -23,7 +23,6 @@ DATASOURCE = "lake"
 SAMPLES = 5
 _GX_SEVERITY = {"error": "critical", "warn": "warning", "drop": "warning"}
 _lock = threading.Lock()
-_validating = threading.Lock()
 _context: AbstractDataContext | None = None
 
 
@@ -83,11 +82,8 @@ def validate(df: DataFrame, suite_name: str, specs: list[CheckSpec], index_colum
     if ours:
         df.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        # One validation at a time: GE's unexpected-rows expectation registers its DataFrame as a
-        # temp view always named `tmp_view`, and models build on concurrent threads.
-        with _validating:
-            batch = _batch_definition(suite_name).get_batch(batch_parameters={"dataframe": df})
-            suite_result = batch.validate(suite, result_format=result_format)
+        batch = _batch_definition(suite_name).get_batch(batch_parameters={"dataframe": df})
+        suite_result = batch.validate(suite, result_format=result_format)
     finally:
         if ours:
             df.unpersist()

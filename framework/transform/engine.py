@@ -426,7 +426,7 @@ class Builder:
             final.unpersist()
             if held is not None:
                 held.unpersist()
-            self.gate.release(m.name)
+            self.gate.release()
 
 
 def _filler(sql_type: str, required: bool) -> Column:

@@ -44,7 +44,7 @@ class ModelGate:
         self.run_id = run_id
         self.local = project.config.spark.master.startswith("local")
         self.summaries: dict[str, GateSummary] = {}
-        self._cached: dict[str, list[DataFrame]] = {}  # per model: models may build concurrently
+        self._cached: list[DataFrame] = []
 
     def report_page(self) -> Path:
         return report_dir(self.project) / "runs" / f"{self.run_id}.html"
@@ -80,8 +80,9 @@ class ModelGate:
             return out
         from framework.transform.engine import lake_key
 
-        out = out.persist()
-        self._cached.setdefault(model, []).append(out)
+        if not out.is_cached:  # incremental writes arrive held already (Builder._write)
+            out = out.persist()
+            self._cached.append(out)
         cols = visible_columns(out)
         rows = out.where(~F.col("_deleted")).select(*cols)
 
@@ -101,7 +102,7 @@ class ModelGate:
         summary = GateSummary(checks=quarantine.outcomes(outcome.record))
         self.summaries[model] = summary
         if outcome.blocked:
-            self.release(model)
+            self.release()
             raise outcome.error(report=f"{self.report_page()} (render it with `lake report`)")
         if outcome.quarantined is None:
             return out
@@ -115,7 +116,8 @@ class ModelGate:
         flagged = out.join(hidden, "_lake_key", "left")
         return flagged.withColumn("_deleted", F.col("_deleted") | F.coalesce(F.col("_lake_dropped"), F.lit(False))).drop("_lake_dropped").select(*out.columns)
 
-    def release(self, model: str) -> None:
-        """Unpersist what evaluating `model` cached (after the commit that used it)."""
-        for df in self._cached.pop(model, []):
+    def release(self) -> None:
+        """Unpersist what the last evaluations cached (after the commit that used it)."""
+        for df in self._cached:
             df.unpersist()
+        self._cached.clear()

@@ -1,9 +1,8 @@
 """`lake build` / `lake plan`: plan and build selected models in dependency order.
 
 Models build one at a time on one SparkSession: building independent models on concurrent
-threads was measured (BENCHMARKS.md, freshness) and dropped — the machine was CPU-bound already,
-and concurrent Hudi scans in one session sporadically failed (`ColumnarBatchRow cannot be cast to
-ColumnarBatch`). A failing model does not stop its siblings: its descendants are skipped with
+threads was measured (BENCHMARKS.md, freshness) and dropped — the machine was CPU-bound already.
+A failing model does not stop its siblings: its descendants are skipped with
 the reason and the run exits non-zero.
 """
 
