@@ -22,16 +22,21 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import machine_info, write_markdown  # noqa: E402
+from models.config import BuildSettings  # noqa: E402
 
 SECTION = "## Freshness: source event → DWS commit under a steady stream (benchmarks/freshness.py)"
 REPO = Path(__file__).resolve().parent.parent
+DEFAULT_RECOMPUTE = BuildSettings.model_fields["recompute_below_mib"].default
 
 
 def _restamp(line: str, ms: int) -> str:
@@ -106,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=float, default=2, help="seconds between CDC files")
     ap.add_argument("--trigger", type=int, default=10, help="lake run --continuous --trigger (seconds)")
     ap.add_argument("--warmup-events", type=int, default=2000, help="snapshot + changes ingested and built before the stream")
+    ap.add_argument("--recompute-below-mib", type=float, default=None,
+                    help="build.recompute_below_mib for the run (default: lake's default, not the demo lake.yaml's 0)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--note", default=None)
     args = ap.parse_args(argv)
@@ -118,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="lake-bench-fresh-"))
     try:
-        shutil.copy(REPO / "lake.yaml", tmp / "lake.yaml")
+        cfg = yaml.safe_load((REPO / "lake.yaml").read_text())
+        cfg.pop("build", None)
+        if args.recompute_below_mib is not None:
+            cfg["build"] = {"recompute_below_mib": args.recompute_below_mib}
+        (tmp / "lake.yaml").write_text(yaml.safe_dump(cfg))
         shutil.copytree(REPO / "layers", tmp / "layers")
         cdc, staging = tmp / "cdc", tmp / "staging"
         cdc.mkdir()
@@ -126,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         sim = Simulator(seed=3)
         (cdc / "000000-snapshot.json").write_text("\n".join(sim.snapshot() + sim.changes(args.warmup_events)) + "\n")
         project = load_project(tmp)
+        limit = project.config.build.recompute_below_mib
         spark = spark_session(project)
         t0 = time.perf_counter()
         run_continuous(spark, project, [], [], ["bench"], trigger_seconds=0, max_cycles=1)
@@ -168,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             "files": len(producer.files), "cycles": len(records), "cycle_p50": percentile(cycles, 0.5),
             "cycle_max": max(cycles) if cycles else 0.0, "warm": warm, "wall": wall, "rows": rows,
             "models": len(__import__("framework.transform.runner", fromlist=["load"]).load(project)[0]),
+            "recompute_below_mib": limit,
+            "modes": dict(Counter(m.mode for r in records for m in r.models)),
         }
         text = markdown_section(result, args.note)
         print(text)
@@ -189,6 +203,9 @@ def markdown_section(r: dict[str, Any], note: str | None) -> str:
         f"{r['every']:g} s for {r['seconds']:g} s ({r['produced']:,} events in {r['files']} files); "
         f"`lake run --continuous --trigger {r['trigger']}s` over all {r['models']} demo models, after a warm-up cycle "
         f"(snapshot ingest + full builds, {r['warm']:.0f} s, not measured).",
+        f"- Builds: `build.recompute_below_mib: {r['recompute_below_mib']:g}`"
+        + (" (lake's default)" if r["recompute_below_mib"] == DEFAULT_RECOMPUTE else "")
+        + "; model builds by mode: " + ", ".join(f"{k} {v}" for k, v in sorted(r["modes"].items())) + ".",
         f"- Cycles: {r['cycles']}, each ingest + incremental builds of the affected models: median {r['cycle_p50']:.1f} s, "
         f"longest {r['cycle_max']:.1f} s.",
         "",

@@ -209,7 +209,9 @@ class OrdersCdc:
 def make_project(root: Path) -> None:
     (root / "layers" / "ods").mkdir(parents=True, exist_ok=True)
     (root / "cdc").mkdir(exist_ok=True)
-    (root / "lake.yaml").write_text('name: bench\nwarehouse: warehouse\nspark: {master: "local[2]"}\n')
+    # The incremental strategies are what this measures: no size-based recompute (the copy
+    # measures that separately with --recompute).
+    (root / "lake.yaml").write_text('name: bench\nwarehouse: warehouse\nspark: {master: "local[2]"}\nbuild: {recompute_below_mib: 0}\n')
     (root / "layers" / "ods" / "shop.yaml").write_text(TABLES_YAML)
     for rel, sql in MODELS.items():
         path = root / "layers" / rel
@@ -325,6 +327,8 @@ class ModelFigures:
     profile: dict[str, float] = field(default_factory=dict)
     profile_seconds: float = 0.0
     real_full: float | None = None
+    recompute_s: float | None = None  # --recompute: the same build as a recompute with a rows-that-differ write
+    recompute_written: tuple[int, int] = (0, 0)
     jobs: int = 0  # Spark jobs the incremental build ran (from the event log)
     job_steps: dict[str, int] = field(default_factory=dict)
 
@@ -352,6 +356,7 @@ class Bench:
         self.shape = shape
         self.seed = seed
         self.waited = 0.0
+        self.compare_recompute = False
 
     def wait_idle(self, rows: int) -> None:
         if rows <= PYTEST_IDLE_ABOVE:
@@ -423,6 +428,10 @@ class Bench:
         live = builder.reader.snapshot("ods.orders").count()
         self.say(f"  {count:,} events ({ops['u']:,} u / {ops['c']:,} c / {ops['d']:,} d, {keys:,} keys) ingested in {ingest_s:.1f} s "
                  f"(not measured); ods.orders live rows {live:,} (expected {gen.live:,}), dead letters {dead}, before bootstrap {early}")
+        from framework import hudi
+
+        sizes = {t: hudi.table_bytes(root / "warehouse" / "ods" / t) / 2**20 for t in ("orders", "users")}
+        self.say("  ODS files (latest slices): " + ", ".join(f"ods.{t} {mib:.1f} MiB" for t, mib in sizes.items()))
         if summary.status != "ok" or dead or early or live != gen.live:
             raise SystemExit("FAILED: the ingest did not produce the expected ODS state")
         copy_root = root.parent / f"{root.name}-copy"
@@ -503,7 +512,18 @@ class Bench:
         project = load_project(copy_root)
         models, _ = load(project)
         b = Builder(self.spark, project, models)
-        for f in figures:
+        for f in figures if self.compare_recompute else []:
+            plan = b.plan(models[f.model], incremental=True)
+            plan.mode = "recompute"
+            t0 = time.perf_counter()
+            res = b.run(plan)
+            f.recompute_s = time.perf_counter() - t0
+            f.recompute_written = (res.rows_written, res.rows_deleted)
+            self.check(b, models[f.model], b.plan(models[f.model], incremental=False))
+            self.say(f"  copy: {f.model} recompute {f.recompute_s:.2f} s (written {res.rows_written:,}, deleted {res.rows_deleted:,}; "
+                     f"check ok) vs incremental {f.incr:.2f} s, full (noop) {f.full:.2f} s")
+            self.spark.catalog.clearCache()
+        for f in figures if not self.compare_recompute else []:
             self.steps.reset()
             self.steps.force_change = True
             try:
@@ -554,6 +574,12 @@ def print_fraction(ff: FractionFigures) -> None:
     for f in ff.models:
         parts = ", ".join(f"{k.split(' (')[0]} {v:.2f}" for k, v in sorted(f.steps.items(), key=lambda kv: Steps.ORDER.index(kv[0])) if v >= 0.005)
         print(f"  {f.model:<22} {parts}")
+    if any(f.recompute_s is not None for f in ff.models):
+        print("recompute with a rows-that-differ write, on the copy (build.recompute_below_mib):")
+        for f in ff.models:
+            if f.recompute_s is not None:
+                print(f"  {f.model:<22} recompute {f.recompute_s:6.2f} s (written {f.recompute_written[0]:,}, deleted {f.recompute_written[1]:,}); "
+                      f"incremental/recompute {f.incr / f.recompute_s:5.2f}; full (noop)/recompute {f.full / f.recompute_s:5.2f}")
     if any(f.profile for f in ff.models):
         print("profile on the copy (change read forced first):")
         for f in ff.models:
@@ -760,6 +786,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup-rows", type=int, default=2_000)
     ap.add_argument("--no-copy", action="store_true", help="skip the project copy (step profile and real full rebuild)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--recompute", action="store_true",
+                    help="on the copy, time each build as a recompute (build.recompute_below_mib) instead of the step profile")
     ap.add_argument("--out", type=Path, default=None, help="replace this benchmark's section of this Markdown file")
     ap.add_argument("--note", default=None, help="a paragraph added to the Markdown section")
     ap.add_argument("--results", type=Path, default=None, help="also save the figures as JSON here")
@@ -805,6 +833,7 @@ def main(argv: list[str] | None = None) -> int:
         steps = Steps()
         steps.install()
         bench = Bench(spark, steps, say, shape, args.seed)
+        bench.compare_recompute = args.recompute
 
         t0 = time.perf_counter()
         bench.size(tmp, args.warmup_rows, [0.01], copy=not args.no_copy, label="warmup")

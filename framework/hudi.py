@@ -7,6 +7,7 @@ upstream checkpoints): Hudi writes every write option whose key starts with `_` 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,29 @@ class Instant:
 
 def table_exists(path: Path) -> bool:
     return (path / ".hoodie" / "hoodie.properties").exists()
+
+
+def table_bytes(path: Path) -> int:
+    """Bytes of a table's latest file slices: per file group its newest base file plus the data
+    log files written on it (CDC logs and superseded versions the cleaner keeps are not data a
+    query reads). A file listing, no Spark job; 0 when the table does not exist."""
+    if not table_exists(path):
+        return 0
+    base: dict[str, tuple[str, int]] = {}  # file id -> (instant, bytes)
+    logs: dict[tuple[str, str], int] = {}  # (file id, base instant) -> bytes
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for f in filenames:
+            if f.endswith(".parquet") and not f.startswith("."):
+                file_id, _, rest = f.partition("_")
+                instant = rest.rsplit("_", 1)[-1].removesuffix(".parquet")
+                if file_id not in base or instant > base[file_id][0]:
+                    base[file_id] = (instant, os.path.getsize(os.path.join(dirpath, f)))
+            elif f.startswith(".") and ".log." in f and not f.endswith((".cdc", ".crc")):
+                file_id, _, rest = f[1:].partition("_")
+                key = (file_id, rest.split(".log.", 1)[0])
+                logs[key] = logs.get(key, 0) + os.path.getsize(os.path.join(dirpath, f))
+    return sum(size for _, size in base.values()) + sum(n for (fid, inst), n in logs.items() if fid not in base or inst >= base[fid][0])
 
 
 def write_options(

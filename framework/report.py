@@ -185,7 +185,7 @@ def cycle_printer(console: Console) -> Callable[[Any], None]:
 
     def show(rec: Any) -> None:
         events = rec.ingest.events if rec.ingest else 0
-        built = [m for m in rec.models if m.mode in ("full", "incremental")]
+        built = [m for m in rec.models if m.mode in ("full", "incremental", "recompute")]
         fresh = ", ".join(f"{k} {v.oldest_event_lag_s:.1f}s" for k, v in sorted(rec.freshness.items()))
         colour = "red" if rec.status == "failed" else "green"
         console.print(

@@ -178,6 +178,16 @@ class ScheduleConfig(StrictModel):
         return self
 
 
+class BuildSettings(StrictModel):
+    """`build:` in lake.yaml: how `lake build --incremental` chooses its work."""
+
+    # A model whose upstreams hold at most this many MiB of files (latest file slices) is
+    # recomputed from them and only the rows that differ from its table are written, instead of
+    # running its incremental strategy: below this size the recompute is the cheaper of the two
+    # (BENCHMARKS.md). 0 always runs the incremental strategies.
+    recompute_below_mib: float = Field(default=256, ge=0)
+
+
 class LakeConfig(StrictModel):
     """`lake.yaml`."""
 
@@ -185,6 +195,7 @@ class LakeConfig(StrictModel):
     warehouse: str = "warehouse"
     spark: SparkConfig = Field(default_factory=SparkConfig)
     ods: OdsSettings = Field(default_factory=OdsSettings)
+    build: BuildSettings = Field(default_factory=BuildSettings)
     # Extra Hudi write options applied to every table this project writes (after ours).
     hudi: dict[str, str] = Field(default_factory=dict)
     schedules: list[ScheduleConfig] = Field(default_factory=list)

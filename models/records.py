@@ -102,7 +102,7 @@ class ModelResult(BaseModel):
 
     model: str
     strategy: str
-    mode: str  # full | incremental | noop | failed | skipped
+    mode: str  # full | incremental | recompute | noop | failed | skipped
     reason: str
     rows_written: int = 0
     rows_deleted: int = 0

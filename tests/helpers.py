@@ -31,8 +31,11 @@ class LakeProject:
         self.root = root
         (root / "layers" / "ods").mkdir(parents=True, exist_ok=True)
         (root / "cdc").mkdir(exist_ok=True)
+        # Tests exercise the incremental strategies themselves: no size-based recompute unless a
+        # test asks for it (`build:` in lake_extra).
+        build = "" if "build:" in lake_extra else "build: {recompute_below_mib: 0}\n"
         (root / "lake.yaml").write_text(
-            "name: t\nwarehouse: warehouse\nspark: {master: 'local[2]'}\n" + textwrap.dedent(lake_extra)
+            "name: t\nwarehouse: warehouse\nspark: {master: 'local[2]'}\n" + build + textwrap.dedent(lake_extra)
         )
         (root / "layers" / "ods" / "tables.yaml").write_text(textwrap.dedent(tables_yaml))
         self._n = 0

@@ -141,7 +141,14 @@ class Builder:
         if not any(pending.values()):
             return Plan(m, a, "noop", "no upstream commits since the checkpoint", end, ckpt, pending)
         if a.strategy == "full":
-            return Plan(m, a, "full", a.reason, end, ckpt, pending)
+            return Plan(m, a, "recompute", f"{a.reason}; only the rows that differ from the table are written", end, ckpt, pending)
+        limit = self.project.config.build.recompute_below_mib
+        if limit > 0:
+            size = sum(hudi.table_bytes(self.layout.table(u)) for u in m.upstreams)
+            if size <= limit * 2**20:
+                reason = (f"upstreams hold {_mib(size)} (≤ build.recompute_below_mib: {limit:g} MiB): recomputing and writing only "
+                          f"the rows that differ is cheaper than the {a.strategy} strategy at this size")
+                return Plan(m, a, "recompute", reason, end, ckpt, pending)
         return Plan(m, a, "incremental", a.reason, end, ckpt, pending)
 
     def changed_rows(self, p: Plan) -> dict[str, int]:
@@ -164,9 +171,9 @@ class Builder:
         res = ModelResult(model=m.name, strategy=a.strategy, mode=p.mode, reason=p.reason, upstream=p.end)
         if p.mode == "noop":
             return res
-        if p.mode == "full":
+        if p.mode in ("full", "recompute"):
             rows = self._full_rows(p)
-            w, d = self._write(m, a, rows, p, scope=None)
+            w, d = self._write(m, a, rows, p, scope=None, diff=p.mode == "recompute")
         elif a.strategy == "aggregate":
             w, d = self._aggregate_incremental(p)
         elif a.strategy == "rowwise":
@@ -364,9 +371,13 @@ class Builder:
             scope.unpersist()
 
     # ------------------------------------------------------------------ writing
-    def _write(self, m: Model, a: Analysis, rows: DataFrame, p: Plan, scope: DataFrame | None, scope_col: str = "_lake_key") -> tuple[int, int]:
+    def _write(self, m: Model, a: Analysis, rows: DataFrame, p: Plan, scope: DataFrame | None, scope_col: str = "_lake_key",
+               diff: bool = False) -> tuple[int, int]:
         """Upsert `rows`; delete target rows inside `scope` (None: the whole table) not in `rows`.
-        Without a key, a row's key is all its visible columns (set semantics)."""
+        Without a key, a row's key is all its visible columns (set semantics). With `diff`, rows
+        equal to the table's row of their key (every column, NULL-safe) are not written: a
+        recompute commits only what changed, so the commit and its CDC stay as small as the
+        change and downstream models read only that."""
         key = list(a.key or ())
         path = self.layout.table(m.name)
         if not key:
@@ -384,7 +395,7 @@ class Builder:
         # An incremental write uses its rows twice (upserts, and the anti-join that finds the
         # deletes); keep them rather than evaluate the model's query twice. They are the changed
         # rows only; a full build's rows are evaluated once more instead of being held.
-        held = out.persist() if scope is not None and exists else None
+        held = out.persist() if (scope is not None or diff) and exists else None
         if held is not None:
             out = held
         # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
@@ -406,6 +417,8 @@ class Builder:
                 vanished = vanished.unionByName(target.join(gone, "_lake_key", "left_semi")).dropDuplicates(["_lake_key"])
             deletes = vanished.select(*[F.col(c) if c in vanished.columns else _filler(t, c in required).alias(c) for c, t in out.dtypes if c != "_hoodie_is_deleted"],
                                       F.lit(True).alias("_hoodie_is_deleted"))
+            if diff:
+                out = _changed_rows(out, full_target)
         final = out if deletes is None else out.unionByName(deletes)
         final = final.persist()
         try:
@@ -427,6 +440,22 @@ class Builder:
             if held is not None:
                 held.unpersist()
             self.gate.release()
+
+
+def _changed_rows(out: DataFrame, target: DataFrame) -> DataFrame:
+    """The rows of `out` that the table does not hold exactly (NULL-safe on every column). A
+    column the table lacks, or a map column (not comparable in Spark), makes every row count as
+    changed."""
+    cols = [c for c in out.columns if c != "_hoodie_is_deleted"]
+    if any(c not in target.columns for c in cols) or any(t.startswith("map") or "map<" in t for _, t in out.dtypes):
+        return out
+    o, t = out.alias("_o"), target.select(*[f"`{c}`" for c in cols]).alias("_t")
+    same = [F.col(f"_o.`{c}`").eqNullSafe(F.col(f"_t.`{c}`")) for c in cols]
+    return o.join(t, same, "left_anti")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 / 10 else f"{n / 1024:.0f} KiB"
 
 
 def _filler(sql_type: str, required: bool) -> Column:

@@ -88,7 +88,7 @@ def _build_one(builder: Builder, m: Model, incremental: bool) -> ModelResult:
     gated = builder.gate.summaries.pop(m.name, None)
     if gated is not None:
         r.rows_quarantined, r.checks = gated.quarantined, gated.checks
-    if r.mode in ("full", "incremental") and r.committed_at is None:
+    if r.mode in ("full", "incremental", "recompute") and r.committed_at is None:
         r.committed_at = datetime.now(timezone.utc)
     return r
 
@@ -101,5 +101,5 @@ def plan(spark: SparkSession, project: Project, selectors: list[str], exclude: l
     out = []
     for name in order:
         p = builder.plan(models[name], incremental)
-        out.append((p, builder.changed_rows(p) if p.mode == "incremental" else {}))
+        out.append((p, builder.changed_rows(p) if p.mode in ("incremental", "recompute") else {}))
     return out

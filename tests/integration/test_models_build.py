@@ -50,6 +50,41 @@ def _rows(spark: Any, lp: LakeProject, model: str) -> list[tuple]:
     return sorted(tuple(r) for r in df.collect())
 
 
+def test_recompute_below_size_writes_only_the_rows_that_differ(tmp_path: Path, spark: Any) -> None:
+    """`build.recompute_below_mib`: small upstreams are recomputed, and the commit holds only the
+    rows that differ from the table (so downstream CDC stays as small as the change)."""
+    lp = LakeProject(tmp_path, ODS, lake_extra="build: {recompute_below_mib: 64}\n").add_models(MODELS)
+    _seed(lp, spark)
+    build(spark, lp.project, [], [], incremental=True)
+    agg = lp.layout.table("dws.users_by_city")
+    # An update that changes nothing the models read: recomputed, nothing written, no commit.
+    lp.write_cdc([envelope("u", "shop.users", {"id": 1, "city": "sh", "score": 5}, {"id": 1, "city": "sh", "score": 5}, pos=10)])
+    lp.ingest(spark)
+    (p, _), = [(p, c) for p, c in plan(spark, lp.project, ["dws.users_by_city"], [], incremental=True)]
+    assert p.mode == "recompute" and "build.recompute_below_mib: 64 MiB" in p.reason, p.reason
+    before = hudi.completed_instants(spark, agg)
+    res = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
+    assert {m: (r.mode, r.rows_written, r.rows_deleted) for m, r in res.items()} == {
+        "dws.users_by_city": ("recompute", 0, 0), "dwd.vip": ("recompute", 0, 0), "dwd.orders_enriched": ("recompute", 0, 0)}
+    assert hudi.completed_instants(spark, agg) == before
+    # User 3 moves to bj: both city groups change; nobody else's rows do.
+    lp.write_cdc([envelope("u", "shop.users", {"id": 3, "city": "sh", "score": 3}, {"id": 3, "city": "bj", "score": 3}, pos=11)])
+    lp.ingest(spark)
+    res = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
+    assert (res["dws.users_by_city"].rows_written, res["dws.users_by_city"].rows_deleted) == (2, 0)
+    assert (res["dwd.vip"].rows_written, res["dwd.vip"].rows_deleted) == (0, 0)
+    assert _rows(spark, lp, "dws.users_by_city") == [("bj", 2, 15, 3), ("sh", 1, 5, 5)]
+    # User 2 is deleted: one group changes, one vip row and one enriched order go.
+    lp.write_cdc([envelope("d", "shop.users", {"id": 2, "city": "bj", "score": 12}, None, pos=12)])
+    lp.ingest(spark)
+    res = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
+    assert {m: (r.rows_written, r.rows_deleted) for m, r in res.items()} == {
+        "dws.users_by_city": (1, 0), "dwd.vip": (0, 1), "dwd.orders_enriched": (0, 1)}
+    assert _rows(spark, lp, "dws.users_by_city") == [("bj", 1, 3, 3), ("sh", 1, 5, 5)]
+    assert _rows(spark, lp, "dwd.vip") == []
+    assert _rows(spark, lp, "dwd.orders_enriched") == [(10, 7, "sh")]
+
+
 def test_checkpoint_noop_retraction_and_fingerprint(tmp_path: Path, spark: Any) -> None:
     lp = _project(tmp_path)
     _seed(lp, spark)

@@ -34,9 +34,9 @@ EXTRA = {
 }
 
 
-def make_project(root: Path) -> LakeProject:
+def make_project(root: Path, lake_extra: str = "") -> LakeProject:
     ods = "\n".join((REPO / "layers" / "ods" / f).read_text().split("tables:", 1)[1] for f in ("test_db.yaml", "salesdb.yaml"))
-    lp = LakeProject(root, "tables:" + ods)
+    lp = LakeProject(root, "tables:" + ods, lake_extra)
     for layer in ("dwd", "dws"):
         shutil.copytree(REPO / "layers" / layer, root / "layers" / layer, dirs_exist_ok=True)
     for rel, sql in EXTRA.items():
@@ -62,25 +62,38 @@ def assert_models_equal_full_rebuild(spark: Any, lp: LakeProject) -> None:
 @given(seed=st.integers(0, 10_000), rounds=st.lists(st.integers(20, 120), min_size=2, max_size=2), age_at=st.integers(0, 1))
 def test_incremental_equals_full_rebuild(spark: Any, seed: int, rounds: list[int], age_at: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        lp = make_project(Path(tmp))
-        sim = Simulator(seed)
-        lp.write_cdc(sim.snapshot())
+        _rounds_equal_full_rebuild(spark, make_project(Path(tmp)), seed, rounds, age_at, modes=("incremental", "noop"))
+
+
+def test_recompute_equals_full_rebuild(spark: Any) -> None:
+    """The same rounds with every upstream under `build.recompute_below_mib`: the rows-that-differ
+    writes leave every model equal to a full rebuild too."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _rounds_equal_full_rebuild(spark, make_project(Path(tmp), "build: {recompute_below_mib: 1024}\n"), 7, [80, 40], 1,
+                                   modes=("recompute", "noop"))
+
+
+def _rounds_equal_full_rebuild(spark: Any, lp: LakeProject, seed: int, rounds: list[int], age_at: int, modes: tuple[str, ...]) -> None:
+    sim = Simulator(seed)
+    lp.write_cdc(sim.snapshot())
+    lp.ingest(spark)
+    first = build(spark, lp.project, [], [], incremental=True)
+    assert all(r.mode == "full" for r in first), [(r.model, r.mode, r.reason) for r in first]
+    for i, n in enumerate(rounds):
+        if i == age_at:
+            sim.add_column_user_age()
+        lines = sim.changes(n)
+        lp.write_cdc(lines)
+        if i == 1:  # a replay of an older window on top
+            lp.write_cdc(lines[: n // 2])
         lp.ingest(spark)
-        first = build(spark, lp.project, [], [], incremental=True)
-        assert all(r.mode == "full" for r in first), [(r.model, r.mode, r.reason) for r in first]
-        for i, n in enumerate(rounds):
-            if i == age_at:
-                sim.add_column_user_age()
-            lines = sim.changes(n)
-            lp.write_cdc(lines)
-            if i == 1:  # a replay of an older window on top
-                lp.write_cdc(lines[: n // 2])
-            lp.ingest(spark)
-            results = build(spark, lp.project, [], [], incremental=True)
-            failed = [(r.model, r.reason) for r in results if r.mode == "failed"]
-            assert not failed, failed
-            assert {r.model: r.mode for r in results if r.model in ("dws.user_agg", "dwd.big_orders", "dws.product_sales")} != {}
-            assert all(r.mode in ("incremental", "noop") for r in results if r.strategy != "full"), [(r.model, r.mode, r.reason) for r in results]
-            lines = next(r for r in results if r.model == "dwd.order_lines")
-            assert lines.strategy == "rescan" and "partitions the changed rows reach" in lines.reason
-            assert_models_equal_full_rebuild(spark, lp)
+        results = build(spark, lp.project, [], [], incremental=True)
+        failed = [(r.model, r.reason) for r in results if r.mode == "failed"]
+        assert not failed, failed
+        assert {r.model: r.mode for r in results if r.model in ("dws.user_agg", "dwd.big_orders", "dws.product_sales")} != {}
+        assert all(r.mode in modes for r in results if r.strategy != "full"), [(r.model, r.mode, r.reason) for r in results]
+        lines_model = next(r for r in results if r.model == "dwd.order_lines")
+        assert lines_model.strategy == "rescan"
+        if lines_model.mode == "incremental":
+            assert "partitions the changed rows reach" in lines_model.reason
+        assert_models_equal_full_rebuild(spark, lp)
