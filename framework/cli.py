@@ -18,7 +18,7 @@ from rich.console import Console
 from framework.errors import LakeError
 
 F = TypeVar("F", bound=Callable[..., Any])
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # errors stay one line per fact in logs (grep-able)
 
 
 class Ctx:

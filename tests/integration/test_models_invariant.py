@@ -69,7 +69,7 @@ def test_recompute_equals_full_rebuild(spark: Any) -> None:
     """The same rounds with every upstream under `build.recompute_below_mib`: the rows-that-differ
     writes leave every model equal to a full rebuild too."""
     with tempfile.TemporaryDirectory() as tmp:
-        _rounds_equal_full_rebuild(spark, make_project(Path(tmp), "build: {recompute_below_mib: 1024}\n"), 7, [80, 40], 1,
+        _rounds_equal_full_rebuild(spark, make_project(Path(tmp), "build: {recompute_below_mib: 1024}\n"), 7, [50, 20], 1,
                                    modes=("recompute", "noop"))
 
 
