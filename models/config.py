@@ -302,6 +302,9 @@ class ModelConfig(StrictModel):
     key: list[str] | None = None
     partition_by: str | None = None
     strategy: Literal["rowwise", "aggregate", "rescan", "full"] | None = None
+    # This model's own `build.recompute_below_mib` (e.g. 0 for a row-wise model over a large
+    # upstream, where the strategy beats a recompute; BENCHMARKS.md).
+    recompute_below_mib: float | None = Field(default=None, ge=0)
     depends_on: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     description: str | None = None

@@ -142,11 +142,13 @@ class Builder:
             return Plan(m, a, "noop", "no upstream commits since the checkpoint", end, ckpt, pending)
         if a.strategy == "full":
             return Plan(m, a, "recompute", f"{a.reason}; only the rows that differ from the table are written", end, ckpt, pending)
-        limit = self.project.config.build.recompute_below_mib
+        own = m.config.recompute_below_mib
+        limit = self.project.config.build.recompute_below_mib if own is None else own
+        setting = "build.recompute_below_mib" if own is None else f"recompute_below_mib in {m.stem}.yaml"
         if limit > 0:
             size = sum(hudi.table_bytes(self.layout.table(u)) for u in m.upstreams)
             if size <= limit * 2**20:
-                reason = (f"upstreams hold {_mib(size)} (≤ build.recompute_below_mib: {limit:g} MiB): recomputing and writing only "
+                reason = (f"upstreams hold {_mib(size)} (≤ {setting}: {limit:g} MiB): recomputing and writing only "
                           f"the rows that differ is cheaper than the {a.strategy} strategy at this size")
                 return Plan(m, a, "recompute", reason, end, ckpt, pending)
         return Plan(m, a, "incremental", a.reason, end, ckpt, pending)

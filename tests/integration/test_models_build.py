@@ -54,6 +54,7 @@ def test_recompute_below_size_writes_only_the_rows_that_differ(tmp_path: Path, s
     """`build.recompute_below_mib`: small upstreams are recomputed, and the commit holds only the
     rows that differ from the table (so downstream CDC stays as small as the change)."""
     lp = LakeProject(tmp_path, ODS, lake_extra="build: {recompute_below_mib: 64}\n").add_models(MODELS)
+    lp.add_models({"dwd/vip.yaml": "recompute_below_mib: 0\n"})  # a model's own setting wins: its strategy runs
     _seed(lp, spark)
     build(spark, lp.project, [], [], incremental=True)
     agg = lp.layout.table("dws.users_by_city")
@@ -65,7 +66,7 @@ def test_recompute_below_size_writes_only_the_rows_that_differ(tmp_path: Path, s
     before = hudi.completed_instants(spark, agg)
     res = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
     assert {m: (r.mode, r.rows_written, r.rows_deleted) for m, r in res.items()} == {
-        "dws.users_by_city": ("recompute", 0, 0), "dwd.vip": ("recompute", 0, 0), "dwd.orders_enriched": ("recompute", 0, 0)}
+        "dws.users_by_city": ("recompute", 0, 0), "dwd.vip": ("incremental", 0, 0), "dwd.orders_enriched": ("recompute", 0, 0)}
     assert hudi.completed_instants(spark, agg) == before
     # User 3 moves to bj: both city groups change; nobody else's rows do.
     lp.write_cdc([envelope("u", "shop.users", {"id": 3, "city": "sh", "score": 3}, {"id": 3, "city": "bj", "score": 3}, pos=11)])

@@ -111,3 +111,13 @@ def test_unknown_table_did_you_mean(tmp_path: Path) -> None:
     p = load_project(root)
     with pytest.raises(ConfigError, match="did you mean ods.user_order"):
         p.ods_table("ods.user_ordr")
+
+
+def test_recompute_threshold_default_and_bad_value(tmp_path: Path) -> None:
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "bad").mkdir()
+    assert load_project(_project(tmp_path / "ok", "name: demo\n")).config.build.recompute_below_mib == 256
+    with pytest.raises(ConfigError) as e:
+        load_project(_project(tmp_path / "bad", "name: demo\nbuild:\n  recompute_below_mib: -1\n"))
+    text = str(e.value)
+    assert "lake.yaml:3" in text and "build.recompute_below_mib" in text and "greater than or equal to 0" in text
