@@ -90,9 +90,10 @@ def load_models(project: Project) -> dict[str, Model]:
             if cfg is None:
                 continue
             text = path.read_text(encoding="utf-8")
-            # Checks gate commits but do not change what a model computes: editing one must not
-            # force a full rebuild. Hashing them as empty keeps fingerprints of existing models.
-            cfg_text = json.dumps(cfg.model_copy(update={"checks": []}).model_dump(mode="json"), sort_keys=True)
+            # Checks gate commits and recompute_below_mib picks how to build; neither changes what
+            # a model computes, so editing them must not force a full rebuild. Hashing checks as
+            # empty and leaving the newer key out keeps the fingerprints of existing models.
+            cfg_text = json.dumps(cfg.model_copy(update={"checks": []}).model_dump(mode="json", exclude={"recompute_below_mib"}), sort_keys=True)
             if path.suffix == ".sql":
                 try:
                     ups = sql_tables(text)

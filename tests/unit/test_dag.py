@@ -95,6 +95,9 @@ def test_fingerprint_covers_sql_and_yaml(tmp_path: Path) -> None:
     (root / "layers" / "dws" / "user_agg.sql").write_text("select count(*) as num, device_model from ods.user group by device_model")
     after_sql = load_models(load_project(root))["dws.user_agg"].fingerprint
     assert len({before, after_yaml, after_sql}) == 3
+    # How the model is built is not what it computes: no full rebuild for this key.
+    (root / "layers" / "dws" / "user_agg.yaml").write_text("tags: [x]\nrecompute_below_mib: 0\n")
+    assert load_models(load_project(root))["dws.user_agg"].fingerprint == after_sql
 
 
 def test_serving_first_puts_the_longest_chain_to_dws_first(tmp_path: Path) -> None:
