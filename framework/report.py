@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from models.records import BatchResult, IngestSummary
+from models.records import BUILT_MODES, BatchResult, IngestSummary
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -185,7 +185,7 @@ def cycle_printer(console: Console) -> Callable[[Any], None]:
 
     def show(rec: Any) -> None:
         events = rec.ingest.events if rec.ingest else 0
-        built = [m for m in rec.models if m.mode in ("full", "incremental", "recompute")]
+        built = [m for m in rec.models if m.mode in BUILT_MODES]
         fresh = ", ".join(f"{k} {v.oldest_event_lag_s:.1f}s" for k, v in sorted(rec.freshness.items()))
         colour = "red" if rec.status == "failed" else "green"
         console.print(

@@ -97,6 +97,9 @@ class IngestSummary(BaseModel):
         return out
 
 
+BUILT_MODES = ("full", "incremental", "recompute")  # ModelResult.mode values that ran a build
+
+
 class ModelResult(BaseModel):
     """What building one model did (printed, returned as JSON, stored in run history)."""
 

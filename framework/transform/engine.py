@@ -394,9 +394,9 @@ class Builder:
             gone = None
         out = out.withColumn("_hoodie_is_deleted", F.lit(False))
         exists = hudi.table_exists(path)
-        # An incremental write uses its rows twice (upserts, and the anti-join that finds the
-        # deletes); keep them rather than evaluate the model's query twice. They are the changed
-        # rows only; a full build's rows are evaluated once more instead of being held.
+        # An incremental or recompute write uses its rows twice or more (upserts, the anti-join
+        # that finds the deletes, the diff); keep them rather than evaluate the model's query
+        # again each time. A full rebuild's rows are evaluated once more instead of being held.
         held = out.persist() if (scope is not None or diff) and exists else None
         if held is not None:
             out = held
@@ -449,7 +449,7 @@ def _changed_rows(out: DataFrame, target: DataFrame) -> DataFrame:
     column the table lacks, or a map column (not comparable in Spark), makes every row count as
     changed."""
     cols = [c for c in out.columns if c != "_hoodie_is_deleted"]
-    if any(c not in target.columns for c in cols) or any(t.startswith("map") or "map<" in t for _, t in out.dtypes):
+    if any(c not in target.columns for c in cols) or any("map<" in t for _, t in out.dtypes):
         return out
     o, t = out.alias("_o"), target.select(*[f"`{c}`" for c in cols]).alias("_t")
     same = [F.col(f"_o.`{c}`").eqNullSafe(F.col(f"_t.`{c}`")) for c in cols]

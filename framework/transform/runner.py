@@ -19,7 +19,7 @@ from framework.errors import LakeError
 from framework.transform.dag import build_graph, select
 from framework.transform.engine import Builder, Plan
 from framework.transform.loader import Model, load_models
-from models.records import ModelResult
+from models.records import BUILT_MODES, ModelResult
 
 
 def load(project: Project) -> tuple[dict[str, Model], nx.DiGraph]:
@@ -88,7 +88,7 @@ def _build_one(builder: Builder, m: Model, incremental: bool) -> ModelResult:
     gated = builder.gate.summaries.pop(m.name, None)
     if gated is not None:
         r.rows_quarantined, r.checks = gated.quarantined, gated.checks
-    if r.mode in ("full", "incremental", "recompute") and r.committed_at is None:
+    if r.mode in BUILT_MODES and r.committed_at is None:
         r.committed_at = datetime.now(timezone.utc)
     return r
 
