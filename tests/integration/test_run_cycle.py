@@ -73,13 +73,19 @@ def test_continuous_subprocess_stops_cleanly_on_sigterm(tmp_path: Path, spark: A
     lp.write_cdc([envelope("c", "shop.users", None, {"id": 1, "city": "sh", "score": 5}, pos=1)])
     proc = subprocess.Popen([sys.executable, "-m", "framework.cli", "--project", str(tmp_path), "run", "--continuous", "--trigger", "2s"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
-    runs_dir = lp.layout.runs
     deadline = time.time() + 240
-    while time.time() < deadline and not (runs_dir.is_dir() and list(runs_dir.glob("*.json"))):
-        time.sleep(1)
+
+    def cycles_with_events() -> int:
+        return sum(1 for r in history.runs(lp.layout) if r.status == "ok" and r.ingest and r.ingest.events)
+
+    # A run's record is stored as `running` when the cycle starts: wait for the first cycle to
+    # finish, or it could take the second file too and the second wait would run to the deadline.
+    while time.time() < deadline and cycles_with_events() < 1:
+        time.sleep(0.5)
     lp.write_cdc([envelope("c", "shop.users", None, {"id": 2, "city": "bj", "score": 1}, pos=2)])
-    while time.time() < deadline and sum(1 for r in history.runs(lp.layout) if r.ingest and r.ingest.events) < 2:
-        time.sleep(1)
+    while time.time() < deadline and cycles_with_events() < 2:
+        time.sleep(0.5)
+    assert cycles_with_events() == 2, "the continuous run did not ingest the second file in a cycle of its own"
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out
