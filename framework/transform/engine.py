@@ -280,10 +280,10 @@ class Builder:
         merged.append(recompute.alias("_lake_recompute"))
         state = j.select(*merged).persist()
         try:
-            redo = state.where("_lake_recompute AND _lake_rows > 0").select("_lake_key")
+            redo = state.where("_lake_recompute AND _lake_rows > 0").select("_lake_key", *[f"`{k}`" for k in key])
             if not redo.isEmpty():
                 fresh = self._state_query(p, self._rows_of_groups(a, key, self.reader.snapshot(u, p.end[u]), redo))
-                fresh = fresh.withColumn("_lake_key", lake_key(key)).join(redo, "_lake_key", "left_semi")
+                fresh = fresh.withColumn("_lake_key", lake_key(key)).join(redo.select("_lake_key"), "_lake_key", "left_semi")
                 keep = state.where("NOT (_lake_recompute AND _lake_rows > 0)").drop("_lake_recompute")
                 state_all = keep.unionByName(fresh.select(*keep.columns))
             else:
@@ -299,14 +299,19 @@ class Builder:
         return self.reader.change(u, key, p.begin[u], p.end[u])
 
     def _rows_of_groups(self, a: Analysis, key: list[str], upstream: DataFrame, groups: DataFrame) -> DataFrame:
-        """The upstream rows of the given groups (`_lake_key`s), filtered before aggregating so a
-        MIN/MAX recompute shuffles only those groups' rows, not the whole upstream."""
+        """The upstream rows of the given groups (their key columns), filtered before aggregating
+        so a MIN/MAX recompute shuffles only those groups' rows, not the whole upstream. The
+        filter compares the typed GROUP BY values NULL-safely against a broadcast of the groups
+        (building a JSON key per upstream row cost more than the aggregation it saved)."""
         exprs = dict((alias, e) for e, alias in a.group_by)
         if not all(k in exprs for k in key):
             return upstream
-        gk = F.to_json(F.array(*[F.expr(exprs[k]).cast("string") for k in key]))
-        wanted = F.broadcast(groups.select(F.col("_lake_key").alias("_lake_gk")))
-        return upstream.withColumn("_lake_gk", gk).join(wanted, "_lake_gk", "left_semi").drop("_lake_gk")
+        mine = [f"_lake_g{i}" for i in range(len(key))]
+        theirs = [f"_lake_w{i}" for i in range(len(key))]
+        rows = upstream.select("*", *[F.expr(exprs[k]).alias(c) for k, c in zip(key, mine, strict=True)])
+        wanted = F.broadcast(groups.select(*[F.col(f"`{k}`").alias(c) for k, c in zip(key, theirs, strict=True)]))
+        on = [F.col(g).eqNullSafe(F.col(w)) for g, w in zip(mine, theirs, strict=True)]
+        return rows.join(wanted, on, "left_semi").drop(*mine)
 
     def _finalize(self, p: Plan, state: DataFrame) -> DataFrame:
         """Visible columns (typed as the plain query types them) + state + `_deleted` (HAVING)."""
