@@ -153,6 +153,11 @@ class Builder:
                 return Plan(m, a, "recompute", reason, end, ckpt, pending)
         return Plan(m, a, "incremental", a.reason, end, ckpt, pending)
 
+    def _recorded(self, m: Model, p: Plan) -> bool:
+        """The table's last commit already records this plan's checkpoint and the model's fingerprint."""
+        ckpt, fp = self.checkpoint(m)
+        return ckpt == p.end and fp == m.fingerprint
+
     def changed_rows(self, p: Plan) -> dict[str, int]:
         """Rows changed per upstream in the plan's range (for `lake plan`)."""
         out = {}
@@ -175,7 +180,10 @@ class Builder:
             return res
         if p.mode in ("full", "recompute"):
             rows = self._full_rows(p)
-            w, d = self._write(m, a, rows, p, scope=None, diff=p.mode == "recompute")
+            # Both write only the rows that differ from the table: a full rebuild of an existing
+            # table has the same result as rewriting every row, without a COW rewrite of every
+            # file group (2 M rows: 77 s, BENCHMARKS.md) or a CDC record per row downstream.
+            w, d = self._write(m, a, rows, p, scope=None, diff=True)
         elif a.strategy == "aggregate":
             w, d = self._aggregate_incremental(p)
         elif a.strategy == "rowwise":
@@ -431,8 +439,10 @@ class Builder:
         try:
             counts = {r["_hoodie_is_deleted"]: r["count"] for r in final.groupBy("_hoodie_is_deleted").count().collect()}
             written, deleted = counts.get(False, 0), counts.get(True, 0)
-            if written + deleted == 0 and exists:
+            if written + deleted == 0 and exists and (p.mode != "full" or self._recorded(m, p)):
                 return 0, 0
+            # (A full rebuild that changes no row still commits, empty, when the table's commit
+            # records another fingerprint or checkpoint: else every later build would be full.)
             opts = hudi.write_options(name=m.name.replace(".", "_"), key=["_lake_key"], ordering=None, partition=m.config.partition_by,
                                       table_type="cow", local=self.local, extra=self.project.config.hudi)
             if not exists:
@@ -450,11 +460,14 @@ class Builder:
 
 
 def _changed_rows(out: DataFrame, target: DataFrame) -> DataFrame:
-    """The rows of `out` that the table does not hold exactly (NULL-safe on every column). A
-    column the table lacks, or a map column (not comparable in Spark), makes every row count as
-    changed."""
+    """The rows of `out` that the table does not hold exactly (NULL-safe on every column). When
+    the columns differ (one added, dropped or retyped: the model changed) or a column is a map
+    (not comparable in Spark), every row counts as changed, so every row is rewritten."""
     cols = [c for c in out.columns if c != "_hoodie_is_deleted"]
-    if any(c not in target.columns for c in cols) or any("map<" in t for _, t in out.dtypes):
+    stored = {"tinyint": "int", "smallint": "int"}  # Avro has no 8/16-bit ints: Hudi stores them as int
+    mine = {c: stored.get(t, t) for c, t in out.dtypes}
+    theirs = {c: stored.get(t, t) for c, t in target.dtypes if not c.startswith("_hoodie_")}
+    if {c: mine[c] for c in cols} != theirs or any("map<" in t for t in mine.values()):
         return out
     o, t = out.alias("_o"), target.select(*[f"`{c}`" for c in cols]).alias("_t")
     same = [F.col(f"_o.`{c}`").eqNullSafe(F.col(f"_t.`{c}`")) for c in cols]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from framework import hudi
-from framework.transform.runner import build, plan
+from framework.transform.runner import build, load, plan
 from tests.helpers import LakeProject, envelope
 
 ODS = """
@@ -47,7 +47,7 @@ def _rows(spark: Any, lp: LakeProject, model: str) -> list[tuple]:
     from framework.transform.reader import TableReader
 
     df = TableReader(spark, lp.layout).snapshot(model)
-    return sorted(tuple(r) for r in df.collect())
+    return sorted((tuple(r) for r in df.collect()), key=lambda r: tuple((v is None, v) for v in r))  # NULLs last
 
 
 def test_recompute_below_size_writes_only_the_rows_that_differ(tmp_path: Path, spark: Any) -> None:
@@ -88,10 +88,13 @@ def test_recompute_below_size_writes_only_the_rows_that_differ(tmp_path: Path, s
 
 def test_checkpoint_noop_retraction_and_fingerprint(tmp_path: Path, spark: Any) -> None:
     lp = _project(tmp_path)
+    # Two users without a city: a NULL group, whose MIN is retracted below.
+    lp.write_cdc([envelope("c", "shop.users", None, {"id": 4, "city": None, "score": 4}, pos=6),
+                  envelope("c", "shop.users", None, {"id": 5, "city": None, "score": 8}, pos=7)])
     _seed(lp, spark)
     first = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
     assert {m: r.reason for m, r in first.items()}["dws.users_by_city"] == "no checkpoint: first build"
-    assert _rows(spark, lp, "dws.users_by_city") == [("bj", 1, 12, 12), ("sh", 2, 8, 3)]
+    assert _rows(spark, lp, "dws.users_by_city") == [("bj", 1, 12, 12), ("sh", 2, 8, 3), (None, 2, 12, 4)]
     # The checkpoint is in the commit's extra metadata: the upstream completion times.
     _inst, meta = hudi.last_commit_metadata(spark, lp.layout.table("dws.users_by_city"))
     users_last = hudi.completed_instants(spark, lp.layout.table("ods.users"))[-1].completed
@@ -100,18 +103,20 @@ def test_checkpoint_noop_retraction_and_fingerprint(tmp_path: Path, spark: Any) 
     again = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
     assert all(r.mode == "noop" for r in again.values())
     assert hudi.completed_instants(spark, lp.layout.table("dws.users_by_city")) == before  # no empty commit
-    # Update user 3 (the current minimum of 'sh') and delete user 2: retraction + MIN recompute.
+    # Update user 3 (the current minimum of 'sh'), delete user 2, and delete user 4 (the minimum
+    # of the NULL group): retractions + MIN recomputes, one of them for a NULL group key.
     lp.write_cdc([
         envelope("u", "shop.users", {"id": 3, "city": "sh", "score": 3}, {"id": 3, "city": "sh", "score": 30}, pos=10),
         envelope("d", "shop.users", {"id": 2, "city": "bj", "score": 12}, None, pos=11),
+        envelope("d", "shop.users", {"id": 4, "city": None, "score": 4}, None, pos=12),
     ])
     lp.ingest(spark)
     planned = {p.model.name: (p, rows) for p, rows in plan(spark, lp.project, [], [], incremental=True)}
     p, changed = planned["dws.users_by_city"]
-    assert p.mode == "incremental" and p.pending == {"ods.users": 1} and changed == {"ods.users": 2}
+    assert p.mode == "incremental" and p.pending == {"ods.users": 1} and changed == {"ods.users": 3}
     res = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
     assert res["dws.users_by_city"].mode == "incremental"
-    assert _rows(spark, lp, "dws.users_by_city") == [("sh", 2, 35, 5)]  # bj's count reached 0: deleted
+    assert _rows(spark, lp, "dws.users_by_city") == [("sh", 2, 35, 5), (None, 1, 8, 8)]  # bj's count reached 0: deleted
     assert _rows(spark, lp, "dwd.vip") == [(3, "sh")]
     assert _rows(spark, lp, "dwd.orders_enriched") == [(10, 7, "sh")]
     assert res["dwd.orders_enriched"].rows_deleted == 1
@@ -119,7 +124,22 @@ def test_checkpoint_noop_retraction_and_fingerprint(tmp_path: Path, spark: Any) 
     (tmp_path / "layers" / "dwd" / "vip.sql").write_text("select id, city from ods.users where score >= 4")
     res = {r.model: r for r in build(spark, lp.project, ["dwd.vip"], [], incremental=True)}
     assert res["dwd.vip"].mode == "full" and "the model changed (fingerprint" in res["dwd.vip"].reason
-    assert _rows(spark, lp, "dwd.vip") == [(1, "sh"), (3, "sh")]
+    assert _rows(spark, lp, "dwd.vip") == [(1, "sh"), (3, "sh"), (5, None)]
+    # A full rebuild of an existing table writes only the rows that differ (3 was there already).
+    assert (res["dwd.vip"].rows_written, res["dwd.vip"].rows_deleted) == (2, 0)
+    # A change that gives the same rows: the rebuild writes none but commits, empty, the new
+    # fingerprint (else every later build would be full); then nothing is left to do.
+    vip = lp.layout.table("dwd.vip")
+    (tmp_path / "layers" / "dwd" / "vip.sql").write_text("select id, city from ods.users where score >= 4 -- same rows\n")
+    commits = len(hudi.completed_instants(spark, vip))
+    res = {r.model: r for r in build(spark, lp.project, ["dwd.vip"], [], incremental=True)}
+    assert res["dwd.vip"].mode == "full" and (res["dwd.vip"].rows_written, res["dwd.vip"].rows_deleted) == (0, 0)
+    assert len(hudi.completed_instants(spark, vip)) == commits + 1
+    assert hudi.last_commit_metadata(spark, vip)[1]["fingerprint"] == load(lp.project)[0]["dwd.vip"].fingerprint
+    assert [r.mode for r in build(spark, lp.project, ["dwd.vip"], [], incremental=True)] == ["noop"]
+    assert [r.rows_written for r in build(spark, lp.project, ["dwd.vip"], [], incremental=False)] == [0]  # `lake build`: full
+    assert len(hudi.completed_instants(spark, vip)) == commits + 1  # ... and no second empty commit
+    assert _rows(spark, lp, "dwd.vip") == [(1, "sh"), (3, "sh"), (5, None)]
 
 
 def test_selection_and_failed_model_skips_descendants(tmp_path: Path, spark: Any) -> None:
