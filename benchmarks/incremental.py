@@ -435,9 +435,11 @@ class Bench:
         if summary.status != "ok" or dead or early or live != gen.live:
             raise SystemExit("FAILED: the ingest did not produce the expected ODS state")
         copy_root = root.parent / f"{root.name}-copy"
+        full_root = root.parent / f"{root.name}-full"  # a second copy: real full rebuilds from the same state
         if copy:
-            shutil.rmtree(copy_root, ignore_errors=True)
-            shutil.copytree(root, copy_root)
+            for r in (copy_root, full_root):
+                shutil.rmtree(r, ignore_errors=True)
+                shutil.copytree(root, r)
         self.wait_idle(n)
         self.spark.catalog.clearCache()
 
@@ -471,8 +473,9 @@ class Bench:
                      f"ratio {full / incr:5.1f}; check ok ({rows:,} rows); other processes {incr_others:.2f}/{full_others:.2f} cores")
             self.spark.catalog.clearCache()
         if copy:
-            self.on_copy(copy_root, figures)
+            self.on_copy(copy_root, full_root, figures)
             shutil.rmtree(copy_root, ignore_errors=True)
+            shutil.rmtree(full_root, ignore_errors=True)
         return FractionFigures(n, frac, count, ops, keys, ingest_s, figures)
 
     def check(self, builder: Any, m: Any, fplan: Any) -> int:
@@ -502,7 +505,7 @@ class Bench:
                              f"the full computation {want[0]:,} rows (checksum {want[1]})")
         return int(got[0])
 
-    def on_copy(self, copy_root: Path, figures: list[ModelFigures]) -> None:
+    def on_copy(self, copy_root: Path, full_root: Path, figures: list[ModelFigures]) -> None:
         """Step profile of the incremental builds (change read forced first), then a real full
         rebuild of the aggregate model, on a copy of the project taken after the ingest."""
         from framework.config import load_project
@@ -537,12 +540,16 @@ class Bench:
             if res.mode != "incremental":
                 self.say(f"  WARNING: profile run of {f.model} was {res.mode}: {res.reason}")
             self.spark.catalog.clearCache()
-        # A real full rebuild of each model (what `lake build <model>` does: every row upserted,
-        # vanished keys deleted, Hudi write included), on the copy's current state.
+        # A real full rebuild of each model (what `lake build <model>` does: every row computed,
+        # the rows that differ written, vanished keys deleted), on the second copy: the state the
+        # measured incremental builds started from.
+        fproject = load_project(full_root)
+        fmodels, _ = load(fproject)
+        fb = Builder(self.spark, fproject, fmodels)
         for f in figures:
             self.steps.reset()
             t0 = time.perf_counter()
-            res = b.run(b.plan(models[f.model], incremental=False))
+            res = fb.run(fb.plan(fmodels[f.model], incremental=False))
             f.real_full = time.perf_counter() - t0
             self.say(f"  copy: real full rebuild of {f.model} (Hudi write included) {f.real_full:.2f} s, {res.rows_written:,} rows "
                      f"(ratio {f.real_full / f.incr:.2f} vs the measured incremental)")
