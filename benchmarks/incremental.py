@@ -27,14 +27,17 @@ directory per table size:
    then on a copy of the whole project taken after the ingest (shutil.copytree, own Builder):
    - the incremental builds again, with the change read forced first (persist + count of the
      before/after/key images) so the step timings separate it (not the measured figure);
-   - a real full rebuild (plan + run, Hudi write included) of the aggregate model;
+   - on a second copy taken at the same time (the state the incremental builds started from), a
+     real full rebuild (plan + run, Hudi write included: what `lake build <model>` does) of each model;
 4. print a table per fraction and, with --out, replace this benchmark's section of BENCHMARKS.md
    (--results keeps the figures as JSON; --render rewrites the section from one or more such files,
    e.g. the default run plus a 10M run, without running Spark).
 
 A smaller table (`--small-rows`, default N/10; 0 skips it) goes through the same steps first in
 the same process, so equal absolute changes can be compared at two table sizes (0.1 % of N = 1 %
-of N/10). A tiny warm-up project runs first so JVM code paths are warm for both.
+of N/10). A tiny warm-up project runs first so JVM code paths are warm for both; its second round
+changes one row, and its builds are reported as the fixed cost of a build (with the bound it sets
+on full/incremental at N rows).
 
 Runs with more than 50k rows wait (polling every 30 s) while a pytest process is running on the
 machine, before the bootstrap and before each fraction's measurements.
