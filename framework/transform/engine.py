@@ -183,7 +183,7 @@ class Builder:
             # Both write only the rows that differ from the table: a full rebuild of an existing
             # table has the same result as rewriting every row, without a COW rewrite of every
             # file group (2 M rows: 77 s, BENCHMARKS.md) or a CDC record per row downstream.
-            w, d = self._write(m, a, rows, p, scope=None, diff=True)
+            w, d = self._write(m, a, rows, p, scope=None)
         elif a.strategy == "aggregate":
             w, d = self._aggregate_incremental(p)
         elif a.strategy == "rowwise":
@@ -386,13 +386,12 @@ class Builder:
             scope.unpersist()
 
     # ------------------------------------------------------------------ writing
-    def _write(self, m: Model, a: Analysis, rows: DataFrame, p: Plan, scope: DataFrame | None, scope_col: str = "_lake_key",
-               diff: bool = False) -> tuple[int, int]:
+    def _write(self, m: Model, a: Analysis, rows: DataFrame, p: Plan, scope: DataFrame | None, scope_col: str = "_lake_key") -> tuple[int, int]:
         """Upsert `rows`; delete target rows inside `scope` (None: the whole table) not in `rows`.
-        Without a key, a row's key is all its visible columns (set semantics). With `diff`, rows
-        equal to the table's row of their key (every column, NULL-safe) are not written: a
-        recompute commits only what changed, so the commit and its CDC stay as small as the
-        change and downstream models read only that."""
+        Without a key, a row's key is all its visible columns (set semantics). Without a scope
+        (full rebuilds and recomputes: every row of the model), rows equal to the table's row of
+        their key (every column, NULL-safe) are not written, so the commit and its CDC stay as
+        small as the change and downstream models read only that."""
         key = list(a.key or ())
         path = self.layout.table(m.name)
         if not key:
@@ -407,10 +406,9 @@ class Builder:
             gone = None
         out = out.withColumn("_hoodie_is_deleted", F.lit(False))
         exists = hudi.table_exists(path)
-        # An incremental or recompute write uses its rows twice or more (upserts, the anti-join
-        # that finds the deletes, the diff); keep them rather than evaluate the model's query
-        # again each time. A full rebuild's rows are evaluated once more instead of being held.
-        held = out.persist() if (scope is not None or diff) and exists else None
+        # Into an existing table, the rows are used twice or more (upserts, the anti-join that
+        # finds the deletes, the diff): keep them rather than evaluate the model's query again.
+        held = out.persist() if exists else None
         if held is not None:
             out = held
         # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
@@ -432,7 +430,7 @@ class Builder:
                 vanished = vanished.unionByName(target.join(gone, "_lake_key", "left_semi")).dropDuplicates(["_lake_key"])
             deletes = vanished.select(*[F.col(c) if c in vanished.columns else _filler(t, c in required).alias(c) for c, t in out.dtypes if c != "_hoodie_is_deleted"],
                                       F.lit(True).alias("_hoodie_is_deleted"))
-            if diff:
+            if scope is None:
                 out = _changed_rows(out, full_target)
         final = out if deletes is None else out.unionByName(deletes)
         final = final.persist()
