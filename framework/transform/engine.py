@@ -127,6 +127,12 @@ class Builder:
             return Plan(m, a, "full", "no checkpoint: first build", end)
         if fp != m.fingerprint:
             return Plan(m, a, "full", f"the model changed (fingerprint {fp} → {m.fingerprint})", end)
+        if a.strategy == "aggregate":
+            have = set(self.reader.raw(m.name).columns)
+            missing = [c for g in a.aggregates for c in g.state if c not in have]
+            if missing:
+                return Plan(m, a, "full", f"the table lacks aggregate state {', '.join(missing)} (how many rows hold each "
+                            "MIN/MAX, kept since this version): one full rebuild adds it", end)
         pending = {}
         for u in m.upstreams:
             c = ckpt.get(u)
@@ -238,15 +244,45 @@ class Builder:
         return self.spark.sql(f"SELECT {', '.join(cols)} FROM {v}{where} GROUP BY {groups}")
 
     def _state_query(self, p: Plan, upstream: DataFrame) -> DataFrame:
-        """Full aggregate state: row count and, per aggregate, its sum/count/extreme."""
+        """Full aggregate state: row count and, per aggregate, its sum/count/extreme; per MIN/MAX
+        also how many rows hold the extreme (`_lake_c`), so a retraction recomputes a group only
+        when its last holder goes. Spark has no aggregate for "count at the minimum", so with
+        MIN/MAX the state takes two passes: the extremes per group, then every state column over
+        the rows joined to their group's extremes."""
         a = p.analysis
-        return self._grouped(a, upstream, ["count(*) AS _lake_rows"] + [e for g in a.aggregates for e in _state_exprs(g)])
+        measures = ["count(*) AS _lake_rows"] + [e for g in a.aggregates for e in _state_exprs(g)]
+        ext = [g for g in a.aggregates if g.func in ("min", "max")]
+        if not ext:
+            return self._grouped(a, upstream, measures)
+        extremes = self._grouped(a, upstream, [f"{g.func}({g.arg_sql}) AS _lake_m{g.index}" for g in ext])
+        e = f"__lake_ext_{next(_views)}"
+        extremes.select(*[F.col(f"`{alias}`").alias(f"_lake_w{j}") for j, (_, alias) in enumerate(a.group_by)],
+                        *[f"_lake_m{g.index}" for g in ext]).createOrReplaceTempView(e)
+        v = f"__lake_rows_{next(_views)}"
+        upstream.createOrReplaceTempView(v)
+        on = " AND ".join(f"({expr}) <=> {e}._lake_w{j}" for j, (expr, _) in enumerate(a.group_by))
+        held = [f"count(CASE WHEN ({g.arg_sql}) = {e}._lake_m{g.index} THEN 1 END) AS _lake_c{g.index}" for g in ext]
+        cols = [f"{expr} AS `{alias}`" for expr, alias in a.group_by] + measures + held
+        where = f" WHERE {a.where_sql}" if a.where_sql else ""
+        groups = ", ".join(expr for expr, _ in a.group_by)
+        return self.spark.sql(f"SELECT {', '.join(cols)} FROM {v} JOIN {e} ON {on}{where} GROUP BY {groups}")
 
     def _aggregate_incremental(self, p: Plan) -> tuple[int, int]:
         a = p.analysis
         u = a.upstreams[0]
         ch = self._read_change(u, list(self.key_of(u) or ()), p)
         signed = ch.before.withColumn("_lake_sign", F.lit(-1)).unionByName(ch.after.withColumn("_lake_sign", F.lit(1)), allowMissingColumns=True)
+        ext = [g for g in a.aggregates if g.func in ("min", "max")]
+        if ext:
+            # Per group of the change: the extreme of the inserted and of the retracted values, to
+            # count how many rows hold each (window over the change only; it is small).
+            v = f"__lake_signed_{next(_views)}"
+            signed.createOrReplaceTempView(v)
+            part = ", ".join(expr for expr, _ in a.group_by)
+            win = [f"{g.func}(CASE WHEN _lake_sign {s} 0 THEN ({g.arg_sql}) END) OVER (PARTITION BY {part}) AS _lake_{w}{g.index}"
+                   for g in ext for s, w in ((">", "wi"), ("<", "wr"))]
+            where = f" WHERE {a.where_sql}" if a.where_sql else ""
+            signed = self.spark.sql(f"SELECT *, {', '.join(win)} FROM {v}{where}")
         delta = self._grouped(a, signed, ["sum(_lake_sign) AS _lake_rows"] + [e for g in a.aggregates for e in _delta_exprs(g)])
         key = list(a.key or ())
         # The delta (one row per changed group) feeds the merge, the old-state lookup and the
@@ -280,11 +316,22 @@ class Builder:
                 s = F.coalesce(F.col(f"o._lake_s{i}"), F.lit(0)) + F.coalesce(F.col(f"d._lake_s{i}"), F.lit(0))
                 merged.append(s.cast(state_types[f"_lake_s{i}"]).alias(f"_lake_s{i}"))
             elif g.func in ("min", "max"):
-                pick = F.least if g.func == "min" else F.greatest
-                merged.append(pick(F.col(f"o._lake_m{i}"), F.col(f"d._lake_m{i}")).cast(state_types[f"_lake_m{i}"]).alias(f"_lake_m{i}"))
-                r, cur = F.col(f"d._lake_r{i}"), F.col(f"o._lake_m{i}")
-                lost = (r <= cur) if g.func == "min" else (r >= cur)
-                recompute = recompute | (r.isNotNull() & (cur.isNull() | lost))
+                # The new extreme is the better of the old one and the inserted one; it stands if
+                # some row still holds it: old holders + inserted holders - retracted holders.
+                # (Retracted values beyond the old extreme cannot exist, so only retractions at
+                # the new extreme count.) No holder left -> recompute the group from upstream.
+                n = F.coalesce(F.col(f"o._lake_n{i}"), F.lit(0)) + F.coalesce(F.col(f"d._lake_n{i}"), F.lit(0))
+                # When every old value was retracted, the inserted ones are all there is.
+                om, dm, dr = F.col(f"o._lake_m{i}"), F.col(f"d._lake_m{i}"), F.col(f"d._lake_r{i}")
+                fresh = (F.coalesce(F.col(f"o._lake_n{i}"), F.lit(0)) - F.coalesce(F.col(f"d._lake_rn{i}"), F.lit(0))) <= 0
+                best = F.when(fresh, dm).otherwise((F.least if g.func == "min" else F.greatest)(om, dm))
+                held = F.when(fresh, F.col(f"d._lake_mc{i}")).otherwise(
+                    F.when(om == best, F.col(f"o._lake_c{i}")).otherwise(0) + F.when(dm == best, F.col(f"d._lake_mc{i}")).otherwise(0)
+                    - F.when(dr == best, F.col(f"d._lake_rc{i}")).otherwise(0))
+                beyond = ~fresh & ((dr < best) if g.func == "min" else (dr > best))  # only if the stored state was wrong
+                merged.append(F.when(n > 0, best).cast(state_types[f"_lake_m{i}"]).alias(f"_lake_m{i}"))
+                merged.append(F.when(n > 0, held).otherwise(0).cast("bigint").alias(f"_lake_c{i}"))
+                recompute = recompute | ((n > 0) & (best.isNull() | held.isNull() | (held <= 0) | F.coalesce(beyond, F.lit(False))))
         merged.append(recompute.alias("_lake_recompute"))
         state = j.select(*merged).persist()
         try:
@@ -517,7 +564,10 @@ def _delta_exprs(g: Aggregate) -> list[str]:
         return [n]
     if g.func in ("sum", "avg"):
         return [f"sum(CASE WHEN _lake_sign > 0 THEN ({x}) ELSE -({x}) END) AS _lake_s{i}", n]
-    return [f"{g.func}(CASE WHEN _lake_sign > 0 THEN ({x}) END) AS _lake_m{i}", f"{g.func}(CASE WHEN _lake_sign < 0 THEN ({x}) END) AS _lake_r{i}", n]
+    return [f"{g.func}(CASE WHEN _lake_sign > 0 THEN ({x}) END) AS _lake_m{i}", f"{g.func}(CASE WHEN _lake_sign < 0 THEN ({x}) END) AS _lake_r{i}", n,
+            f"count(CASE WHEN _lake_sign > 0 AND ({x}) = _lake_wi{i} THEN 1 END) AS _lake_mc{i}",
+            f"count(CASE WHEN _lake_sign < 0 AND ({x}) = _lake_wr{i} THEN 1 END) AS _lake_rc{i}",
+            f"count(CASE WHEN _lake_sign < 0 THEN ({x}) END) AS _lake_rn{i}"]
 
 
 def _fill_avg(sql: str | None, aggs: tuple[Aggregate, ...], types: dict[str, str]) -> str | None:

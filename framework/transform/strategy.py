@@ -41,7 +41,7 @@ class Aggregate:
             return [f"_lake_n{i}"]
         if self.func in ("sum", "avg"):
             return [f"_lake_s{i}", f"_lake_n{i}"]
-        return [f"_lake_m{i}", f"_lake_n{i}"]
+        return [f"_lake_m{i}", f"_lake_n{i}", f"_lake_c{i}"]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from framework import hudi
 from framework.transform.runner import build, load, plan
 from tests.helpers import LakeProject, envelope
@@ -140,6 +142,64 @@ def test_checkpoint_noop_retraction_and_fingerprint(tmp_path: Path, spark: Any) 
     assert [r.rows_written for r in build(spark, lp.project, ["dwd.vip"], [], incremental=False)] == [0]  # `lake build`: full
     assert len(hudi.completed_instants(spark, vip)) == commits + 1  # ... and no second empty commit
     assert _rows(spark, lp, "dwd.vip") == [(1, "sh"), (3, "sh"), (5, None)]
+
+
+def test_min_max_holders_decide_the_recompute(tmp_path: Path, spark: Any, monkeypatch: Any) -> None:
+    """MIN/MAX keep how many rows hold the extreme: retracting one of several holders merges
+    without reading the upstream; retracting the last one recomputes that group only. A table
+    written before the holder counts existed is rebuilt fully once, saying why."""
+    from framework.transform.engine import Builder
+
+    lp = LakeProject(tmp_path, ODS).add_models({"dws/score_range.sql": "select city, min(score) as lo, max(score) as hi from ods.users group by city"})
+    recomputed: list[list[tuple]] = []
+    real = Builder._rows_of_groups
+
+    def spy(self: Builder, a: Any, key: list[str], upstream: Any, groups: Any) -> Any:
+        recomputed.append(sorted(tuple(r) for r in groups.drop("_lake_key").collect()))
+        return real(self, a, key, upstream, groups)
+
+    monkeypatch.setattr(Builder, "_rows_of_groups", spy)
+
+    def state() -> list[tuple]:
+        df = hudi.read(spark, lp.layout.table("dws.score_range")).select("city", "lo", "_lake_c0", "hi", "_lake_c1")
+        return sorted(tuple(r) for r in df.collect())
+
+    def round_(*events: dict) -> str:
+        lp.write_cdc(list(events))
+        lp.ingest(spark)
+        res, = build(spark, lp.project, [], [], incremental=True)
+        assert res.mode in ("incremental", "full"), res.reason
+        return res.mode
+
+    users = {1: ("sh", 3), 2: ("sh", 3), 3: ("sh", 7), 4: ("bj", 5)}
+    assert round_(*[envelope("c", "shop.users", None, {"id": i, "city": c, "score": s}, pos=i) for i, (c, s) in users.items()]) == "full"
+    assert state() == [("bj", 5, 1, 5, 1), ("sh", 3, 2, 7, 1)]
+    # One of the two holders of sh's minimum goes: merged, nothing read from upstream.
+    assert round_(envelope("d", "shop.users", {"id": 1, "city": "sh", "score": 3}, None, pos=10)) == "incremental"
+    assert state() == [("bj", 5, 1, 5, 1), ("sh", 3, 1, 7, 1)] and recomputed == []
+    # The last holder goes: sh alone is recomputed.
+    assert round_(envelope("u", "shop.users", {"id": 2, "city": "sh", "score": 3}, {"id": 2, "city": "sh", "score": 9}, pos=11)) == "incremental"
+    assert state() == [("bj", 5, 1, 5, 1), ("sh", 7, 1, 9, 1)] and recomputed == [[("sh",)]]
+    # bj's only row moves up (all its old values retracted: the inserted one is all there is),
+    # sh gets a second 9 and a new minimum: all merged from the change.
+    assert round_(envelope("u", "shop.users", {"id": 4, "city": "bj", "score": 5}, {"id": 4, "city": "bj", "score": 6}, pos=12),
+                  envelope("c", "shop.users", None, {"id": 5, "city": "sh", "score": 9}, pos=13),
+                  envelope("c", "shop.users", None, {"id": 6, "city": "sh", "score": 1}, pos=14)) == "incremental"
+    assert state() == [("bj", 6, 1, 6, 1), ("sh", 1, 1, 9, 2)] and len(recomputed) == 1
+    # A table without the holder counts (written before they existed): rebuilt fully, once.
+    path = lp.layout.table("dws.score_range")
+    old = hudi.read(spark, path).drop("_lake_c0", "_lake_c1")
+    old = old.select(*[c for c in old.columns if not c.startswith("_hoodie_")]).toPandas()
+    _inst, meta = hudi.last_commit_metadata(spark, path)
+    import shutil
+
+    shutil.rmtree(path)
+    opts = hudi.write_options(name="dws_score_range", key=["_lake_key"], ordering=None, partition=None)
+    hudi.write(spark.createDataFrame(old).withColumn("_hoodie_is_deleted", F.lit(False)), path, opts, meta)
+    res, = build(spark, lp.project, [], [], incremental=True)
+    assert res.mode == "full" and "lacks aggregate state _lake_c0, _lake_c1" in res.reason
+    assert state() == [("bj", 6, 1, 6, 1), ("sh", 1, 1, 9, 2)]
+    assert [r.mode for r in build(spark, lp.project, [], [], incremental=True)] == ["noop"]
 
 
 def test_selection_and_failed_model_skips_descendants(tmp_path: Path, spark: Any) -> None:

@@ -56,6 +56,13 @@ def assert_models_equal_full_rebuild(spark: Any, lp: LakeProject) -> None:
         expected = full.select(*cols)
         actual = builder.reader.snapshot(name).select(*cols)
         assert_approx_df_equality(actual, expected, precision=1e-9, ignore_row_order=True, ignore_nullable=True)
+        if builder.analysis(m).strategy == "aggregate":
+            # The hidden state too (sums, counts, extremes and how many rows hold each): a wrong
+            # holder count shows in the visible columns only after a later retraction.
+            state = [c for c in full.columns if c.startswith("_lake_") and c != "_lake_key"] + ["_deleted"]
+            stored = builder.reader.raw(name).select(*cols, *state)
+            assert_approx_df_equality(stored, builder._full_rows(builder.plan(m, incremental=False)).select(*cols, *state),
+                                      precision=1e-9, ignore_row_order=True, ignore_nullable=True)
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
