@@ -321,14 +321,14 @@ class Builder:
                 # (Retracted values beyond the old extreme cannot exist, so only retractions at
                 # the new extreme count.) No holder left -> recompute the group from upstream.
                 n = F.coalesce(F.col(f"o._lake_n{i}"), F.lit(0)) + F.coalesce(F.col(f"d._lake_n{i}"), F.lit(0))
-                # When every old value was retracted, the inserted ones are all there is.
                 om, dm, dr = F.col(f"o._lake_m{i}"), F.col(f"d._lake_m{i}"), F.col(f"d._lake_r{i}")
-                fresh = (F.coalesce(F.col(f"o._lake_n{i}"), F.lit(0)) - F.coalesce(F.col(f"d._lake_rn{i}"), F.lit(0))) <= 0
-                best = F.when(fresh, dm).otherwise((F.least if g.func == "min" else F.greatest)(om, dm))
-                held = F.when(fresh, F.col(f"d._lake_mc{i}")).otherwise(
+                # When every old value was retracted, the inserted ones are all there is.
+                replaced = (F.coalesce(F.col(f"o._lake_n{i}"), F.lit(0)) - F.coalesce(F.col(f"d._lake_rn{i}"), F.lit(0))) <= 0
+                best = F.when(replaced, dm).otherwise((F.least if g.func == "min" else F.greatest)(om, dm))
+                held = F.when(replaced, F.col(f"d._lake_mc{i}")).otherwise(
                     F.when(om == best, F.col(f"o._lake_c{i}")).otherwise(0) + F.when(dm == best, F.col(f"d._lake_mc{i}")).otherwise(0)
                     - F.when(dr == best, F.col(f"d._lake_rc{i}")).otherwise(0))
-                beyond = ~fresh & ((dr < best) if g.func == "min" else (dr > best))  # only if the stored state was wrong
+                beyond = ~replaced & ((dr < best) if g.func == "min" else (dr > best))  # only if the stored state was wrong
                 merged.append(F.when(n > 0, best).cast(state_types[f"_lake_m{i}"]).alias(f"_lake_m{i}"))
                 merged.append(F.when(n > 0, held).otherwise(0).cast("bigint").alias(f"_lake_c{i}"))
                 recompute = recompute | ((n > 0) & (best.isNull() | held.isNull() | (held <= 0) | F.coalesce(beyond, F.lit(False))))
