@@ -127,12 +127,6 @@ class Builder:
             return Plan(m, a, "full", "no checkpoint: first build", end)
         if fp != m.fingerprint:
             return Plan(m, a, "full", f"the model changed (fingerprint {fp} → {m.fingerprint})", end)
-        if a.strategy == "aggregate":
-            have = set(self.reader.raw(m.name).columns)
-            missing = [c for g in a.aggregates for c in g.state if c not in have]
-            if missing:
-                return Plan(m, a, "full", f"the table lacks aggregate state {', '.join(missing)} (how many rows hold each "
-                            "MIN/MAX, kept since this version): one full rebuild adds it", end)
         pending = {}
         for u in m.upstreams:
             c = ckpt.get(u)
@@ -243,17 +237,19 @@ class Builder:
         groups = ", ".join(e for e, _ in a.group_by)
         return self.spark.sql(f"SELECT {', '.join(cols)} FROM {v}{where} GROUP BY {groups}")
 
-    def _state_query(self, p: Plan, upstream: DataFrame) -> DataFrame:
+    def _state_query(self, p: Plan, upstream: DataFrame, holders: bool = False) -> DataFrame:
         """Full aggregate state: row count and, per aggregate, its sum/count/extreme; per MIN/MAX
-        also how many rows hold the extreme (`_lake_c`), so a retraction recomputes a group only
-        when its last holder goes. Spark has no aggregate for "count at the minimum", so with
-        MIN/MAX the state takes two passes: the extremes per group, then every state column over
-        the rows joined to their group's extremes."""
+        also how many rows hold the extreme (`_lake_c`, NULL when unknown), so a retraction
+        recomputes a group only when its last holder goes. Spark has no aggregate for "count at
+        the minimum": counting takes a second pass (the extremes per group, then every state
+        column over the rows joined to their group's extremes), which doubled a full build of a
+        MIN/MAX model at 10 M rows. So full builds leave the counts unknown, and `holders=True`
+        (the recompute of a few groups) counts them; incremental merges keep them from there."""
         a = p.analysis
         measures = ["count(*) AS _lake_rows"] + [e for g in a.aggregates for e in _state_exprs(g)]
         ext = [g for g in a.aggregates if g.func in ("min", "max")]
-        if not ext:
-            return self._grouped(a, upstream, measures)
+        if not holders:
+            return self._grouped(a, upstream, measures + [f"CAST(NULL AS BIGINT) AS _lake_c{g.index}" for g in ext])
         extremes = self._grouped(a, upstream, [f"{g.func}({g.arg_sql}) AS _lake_m{g.index}" for g in ext])
         e = f"__lake_ext_{next(_views)}"
         extremes.select(*[F.col(f"`{alias}`").alias(f"_lake_w{j}") for j, (_, alias) in enumerate(a.group_by)],
@@ -299,6 +295,8 @@ class Builder:
         u = a.upstreams[0]
         key = list(a.key or ())
         target = self.reader.raw(p.model.name)
+        # Tables written before the holder counts existed: unknown, like after a full build.
+        target = target.select("*", *[F.lit(None).cast("bigint").alias(c) for g in a.aggregates for c in g.state if c not in target.columns])
         old = target.join(delta.select("_lake_key"), "_lake_key", "left_semi")
         state_types = {f.name: f.dataType for f in self._state_query(p, self.reader.snapshot(u, p.end[u])).schema.fields}
         d, o = delta.alias("d"), old.alias("o")
@@ -320,6 +318,8 @@ class Builder:
                 # some row still holds it: old holders + inserted holders - retracted holders.
                 # (Retracted values beyond the old extreme cannot exist, so only retractions at
                 # the new extreme count.) No holder left -> recompute the group from upstream.
+                # Unknown old holders (NULL: a full build) -> recompute only if the change
+                # retracts a value at the extreme, as if it were the last.
                 n = F.coalesce(F.col(f"o._lake_n{i}"), F.lit(0)) + F.coalesce(F.col(f"d._lake_n{i}"), F.lit(0))
                 om, dm, dr = F.col(f"o._lake_m{i}"), F.col(f"d._lake_m{i}"), F.col(f"d._lake_r{i}")
                 # When every old value was retracted, the inserted ones are all there is.
@@ -328,16 +328,19 @@ class Builder:
                 held = F.when(replaced, F.col(f"d._lake_mc{i}")).otherwise(
                     F.when(om == best, F.col(f"o._lake_c{i}")).otherwise(0) + F.when(dm == best, F.col(f"d._lake_mc{i}")).otherwise(0)
                     - F.when(dr == best, F.col(f"d._lake_rc{i}")).otherwise(0))
-                beyond = ~replaced & ((dr < best) if g.func == "min" else (dr > best))  # only if the stored state was wrong
+                hit = F.coalesce(dr == best, F.lit(False))
+                beyond = ~replaced & F.coalesce((dr < best) if g.func == "min" else (dr > best), F.lit(False))  # a wrong stored state
                 merged.append(F.when(n > 0, best).cast(state_types[f"_lake_m{i}"]).alias(f"_lake_m{i}"))
                 merged.append(F.when(n > 0, held).otherwise(0).cast("bigint").alias(f"_lake_c{i}"))
-                recompute = recompute | ((n > 0) & (best.isNull() | held.isNull() | (held <= 0) | F.coalesce(beyond, F.lit(False))))
-        merged.append(recompute.alias("_lake_recompute"))
+                lost = F.coalesce(held <= 0, hit)  # no holder left; or one of an unknown number (NULL) retracted
+                recompute = recompute | ((n > 0) & (best.isNull() | beyond | lost))
+        # Never NULL: a NULL flag would drop the group from both the kept and the recomputed rows.
+        merged.append(F.coalesce(recompute, F.lit(False)).alias("_lake_recompute"))
         state = j.select(*merged).persist()
         try:
             redo = state.where("_lake_recompute AND _lake_rows > 0").select("_lake_key", *[f"`{k}`" for k in key])
             if not redo.isEmpty():
-                fresh = self._state_query(p, self._rows_of_groups(a, key, self.reader.snapshot(u, p.end[u]), redo))
+                fresh = self._state_query(p, self._rows_of_groups(a, key, self.reader.snapshot(u, p.end[u]), redo), holders=True)
                 fresh = fresh.withColumn("_lake_key", lake_key(key)).join(redo.select("_lake_key"), "_lake_key", "left_semi")
                 keep = state.where("NOT (_lake_recompute AND _lake_rows > 0)").drop("_lake_recompute")
                 state_all = keep.unionByName(fresh.select(*keep.columns))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -145,9 +146,10 @@ def test_checkpoint_noop_retraction_and_fingerprint(tmp_path: Path, spark: Any) 
 
 
 def test_min_max_holders_decide_the_recompute(tmp_path: Path, spark: Any, monkeypatch: Any) -> None:
-    """MIN/MAX keep how many rows hold the extreme: retracting one of several holders merges
-    without reading the upstream; retracting the last one recomputes that group only. A table
-    written before the holder counts existed is rebuilt fully once, saying why."""
+    """MIN/MAX keep how many rows hold the extreme (NULL: unknown, after a full build): retracting
+    one of several known holders merges without reading the upstream; retracting the last one, or
+    one of an unknown number, recomputes that group only. Tables written before the counts
+    existed build incrementally, their counts unknown."""
     from framework.transform.engine import Builder
 
     lp = LakeProject(tmp_path, ODS).add_models({"dws/score_range.sql": "select city, min(score) as lo, max(score) as hi from ods.users group by city"})
@@ -159,47 +161,50 @@ def test_min_max_holders_decide_the_recompute(tmp_path: Path, spark: Any, monkey
         return real(self, a, key, upstream, groups)
 
     monkeypatch.setattr(Builder, "_rows_of_groups", spy)
+    path = lp.layout.table("dws.score_range")
 
     def state() -> list[tuple]:
-        df = hudi.read(spark, lp.layout.table("dws.score_range")).select("city", "lo", "_lake_c0", "hi", "_lake_c1")
-        return sorted(tuple(r) for r in df.collect())
+        return sorted(tuple(r) for r in hudi.read(spark, path).select("city", "lo", "_lake_c0", "hi", "_lake_c1").collect())
 
     def round_(*events: dict) -> str:
         lp.write_cdc(list(events))
         lp.ingest(spark)
         res, = build(spark, lp.project, [], [], incremental=True)
-        assert res.mode in ("incremental", "full"), res.reason
         return res.mode
 
-    users = {1: ("sh", 3), 2: ("sh", 3), 3: ("sh", 7), 4: ("bj", 5)}
-    assert round_(*[envelope("c", "shop.users", None, {"id": i, "city": c, "score": s}, pos=i) for i, (c, s) in users.items()]) == "full"
-    assert state() == [("bj", 5, 1, 5, 1), ("sh", 3, 2, 7, 1)]
-    # One of the two holders of sh's minimum goes: merged, nothing read from upstream.
-    assert round_(envelope("d", "shop.users", {"id": 1, "city": "sh", "score": 3}, None, pos=10)) == "incremental"
-    assert state() == [("bj", 5, 1, 5, 1), ("sh", 3, 1, 7, 1)] and recomputed == []
-    # The last holder goes: sh alone is recomputed.
-    assert round_(envelope("u", "shop.users", {"id": 2, "city": "sh", "score": 3}, {"id": 2, "city": "sh", "score": 9}, pos=11)) == "incremental"
-    assert state() == [("bj", 5, 1, 5, 1), ("sh", 7, 1, 9, 1)] and recomputed == [[("sh",)]]
-    # bj's only row moves up (all its old values retracted: the inserted one is all there is),
-    # sh gets a second 9 and a new minimum: all merged from the change.
-    assert round_(envelope("u", "shop.users", {"id": 4, "city": "bj", "score": 5}, {"id": 4, "city": "bj", "score": 6}, pos=12),
-                  envelope("c", "shop.users", None, {"id": 5, "city": "sh", "score": 9}, pos=13),
-                  envelope("c", "shop.users", None, {"id": 6, "city": "sh", "score": 1}, pos=14)) == "incremental"
-    assert state() == [("bj", 6, 1, 6, 1), ("sh", 1, 1, 9, 2)] and len(recomputed) == 1
-    # A table without the holder counts (written before they existed): rebuilt fully, once.
-    path = lp.layout.table("dws.score_range")
+    def user(op: str, i: int, before: tuple | None, after: tuple | None, pos: int) -> dict:
+        def img(t: tuple | None) -> dict | None:
+            return None if t is None else {"id": i, "city": t[0], "score": t[1]}
+
+        return envelope(op, "shop.users", img(before), img(after), pos=pos)
+
+    first = [user("c", i, None, v, i) for i, v in {1: ("sh", 3), 2: ("sh", 3), 3: ("sh", 7), 4: ("bj", 5)}.items()]
+    assert round_(*first) == "full"
+    assert state() == [("bj", 5, None, 5, None), ("sh", 3, None, 7, None)]  # one pass: counts unknown
+    # A holder of sh's minimum goes, their number unknown: sh is recomputed, counts and all.
+    assert round_(user("d", 1, ("sh", 3), None, 10)) == "incremental"
+    assert state() == [("bj", 5, None, 5, None), ("sh", 3, 1, 7, 1)] and recomputed == [[("sh",)]]
+    # Another 3 arrives, then one of the two goes: merged from the change.
+    assert round_(user("c", 7, None, ("sh", 3), 11)) == "incremental"
+    assert state() == [("bj", 5, None, 5, None), ("sh", 3, 2, 7, 1)]
+    assert round_(user("d", 2, ("sh", 3), None, 12)) == "incremental"
+    assert state() == [("bj", 5, None, 5, None), ("sh", 3, 1, 7, 1)] and len(recomputed) == 1
+    # The last holder goes: recomputed.
+    assert round_(user("u", 7, ("sh", 3), ("sh", 9), 13)) == "incremental"
+    assert state() == [("bj", 5, None, 5, None), ("sh", 7, 1, 9, 1)] and len(recomputed) == 2
+    # bj's only row moves (every old value retracted: the inserted one is all there is), sh gets
+    # a second 9 and a new minimum: merged from the change.
+    assert round_(user("u", 4, ("bj", 5), ("bj", 6), 14), user("c", 5, None, ("sh", 9), 15), user("c", 6, None, ("sh", 1), 16)) == "incremental"
+    assert state() == [("bj", 6, 1, 6, 1), ("sh", 1, 1, 9, 2)] and len(recomputed) == 2
+    # A table written without the counts (before they existed): they read as unknown.
     old = hudi.read(spark, path).drop("_lake_c0", "_lake_c1")
     old = old.select(*[c for c in old.columns if not c.startswith("_hoodie_")]).toPandas()
     _inst, meta = hudi.last_commit_metadata(spark, path)
-    import shutil
-
     shutil.rmtree(path)
     opts = hudi.write_options(name="dws_score_range", key=["_lake_key"], ordering=None, partition=None)
     hudi.write(spark.createDataFrame(old).withColumn("_hoodie_is_deleted", F.lit(False)), path, opts, meta)
-    res, = build(spark, lp.project, [], [], incremental=True)
-    assert res.mode == "full" and "lacks aggregate state _lake_c0, _lake_c1" in res.reason
-    assert state() == [("bj", 6, 1, 6, 1), ("sh", 1, 1, 9, 2)]
-    assert [r.mode for r in build(spark, lp.project, [], [], incremental=True)] == ["noop"]
+    assert round_(user("c", 8, None, ("bj", 2), 17)) == "incremental"  # a new minimum; the maximum not retracted
+    assert state() == [("bj", 2, 1, 6, None), ("sh", 1, None, 9, None)] and len(recomputed) == 2
 
 
 def test_selection_and_failed_model_skips_descendants(tmp_path: Path, spark: Any) -> None:
