@@ -164,6 +164,26 @@ def last_commit_metadata(spark: SparkSession, path: Path, key_filter: str = META
     return Instant(inst.requestedTime(), inst.getCompletionTime(), inst.getAction()), lake
 
 
+def cdc_logged(spark: SparkSession, path: Path, begin: str, end: str) -> bool:
+    """Every change in (begin, end] (completion times) is in a CDC log file, so the CDC query reads
+    only those logs and its images are Hudi's own Avro JSON. False when any commit in the range
+    created a file group (pure inserts: Hudi infers their images from the new base file) or is
+    not a plain commit (replace, delta commit, compaction): images inferred from base files."""
+    if not table_exists(path):
+        return False
+    at = _meta_client(spark, path).getActiveTimeline()
+    for i in at.getCommitsTimeline().filterCompletedInstants().getInstants().toArray():
+        if not begin < i.getCompletionTime() <= end:
+            continue
+        if i.getAction() != "commit":
+            return False
+        for stat in at.readCommitMetadata(i).getWriteStats().toArray():
+            cdc = stat.getCdcStats()
+            if cdc is None or cdc.isEmpty():
+                return False
+    return True
+
+
 def record_key(spark: SparkSession, path: Path) -> list[str]:
     """The record key fields the table was created with (hoodie.properties); [] if none."""
     if not table_exists(path):

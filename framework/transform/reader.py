@@ -5,8 +5,12 @@ Every lake table marks deleted rows with `_deleted` (ODS soft deletes, groups hi
 or removes them (model outputs use Hudi deletes). Models see live rows and visible columns only.
 
 The net change of a table over (begin, end] (completion times) is one row per changed key with
-its before-image (state at `begin`) and after-image (state at `end`):
-- after-images come from Hudi's incremental query (latest state, typed exactly);
+its before-image (state at `begin`) and after-image (state at `end`). When every change in the
+range is in CDC log files (copy-on-write merges; `hudi.cdc_logged`), both images come from the
+CDC records alone (first and last per key), so the read grows with the change, not the table.
+Otherwise:
+- after-images come from Hudi's incremental query (latest state, typed exactly; it reads every
+  base file the range rewrote);
 - before-images come from the first CDC record per key in the range. Hudi writes CDC log images
   as Avro JSON (timestamps in µs, dates in days, decimals as signed byte arrays), decoded here.
   Images Hudi infers from base files serialize decimals lossily, so they are never used:
@@ -76,6 +80,8 @@ class TableReader:
 
     def change(self, name: str, key: list[str], begin: str, end: str) -> Change:
         path = str(self.path(name))
+        if not self.is_mor(name) and hudi.cdc_logged(self.spark, self.path(name), begin, end):
+            return self._logged_change(name, key, begin, end)
         incr = (
             self.spark.read.format("hudi")
             .option("hoodie.datasource.query.type", "incremental")
@@ -117,6 +123,44 @@ class TableReader:
             typed = parsed.select(*[_from_avro_json(F.col("b")[f.name], schema[f.name].dataType).alias(f.name) for f in full.fields])
             before = typed.where(live(typed)).select(*cols)
         return Change(before=before, after=after, keys=keys)
+
+
+    def _logged_change(self, name: str, key: list[str], begin: str, end: str) -> Change:
+        """The net change from the CDC logs alone, when every change in the range is logged
+        (`hudi.cdc_logged`): before-image of the first record per key, after-image of the last.
+        The incremental query would read every base file the range rewrote: with changes spread
+        over the keys, the whole table."""
+        cdc = (
+            self.spark.read.format("hudi")
+            .option("hoodie.datasource.query.type", "incremental")
+            .option("hoodie.datasource.query.incremental.format", "cdc")
+            .option("hoodie.datasource.read.begin.instanttime", begin)
+            .option("hoodie.datasource.read.end.instanttime", end)
+            .option("hoodie.datasource.read.incr.fallback.fulltablescan.enable", "false")
+            .load(str(self.path(name)))
+        )
+        at_end = self.raw(name, as_of=end)  # the schema the model's snapshot reads has
+        schema, cols = at_end.schema, visible_columns(at_end)
+        keyed = [f for f in schema.fields if f.name in key]
+        key_schema = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in keyed])
+        k = F.from_json(F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after")), key_schema)
+        changed = cdc.select(*[_from_avro_json(k[f.name], f.dataType).alias(f.name) for f in keyed], "op", "ts_ms", "before", "after")
+        # A partition move is a `d` (old partition) and an `i` (new one) in the same commit: the
+        # `d` holds the before-image and sorts first, the `i` the after-image and sorts last.
+        move = F.when(F.col("op") == "i", 1).otherwise(0)
+        w = Window.partitionBy(*key)
+        ranked = (changed.withColumn("_first", F.row_number().over(w.orderBy(F.col("ts_ms"), move)))
+                  .withColumn("_last", F.row_number().over(w.orderBy(F.col("ts_ms").desc(), move.desc()))))
+        full = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in schema.fields if f.name in cols or f.name == "_deleted"])
+
+        def images(which: str, image: Column) -> DataFrame:
+            parsed = ranked.where(F.col(which) == 1).select(F.from_json(image, full).alias("b")).where(F.col("b").isNotNull())
+            typed = parsed.select(*[_from_avro_json(F.col("b")[f.name], schema[f.name].dataType).alias(f.name) for f in full.fields])
+            return typed.where(live(typed)).select(*cols)
+
+        before = images("_first", F.when((F.col("op") != "i") & (F.col("before") != "null"), F.col("before")))
+        after = images("_last", F.when((F.col("op") != "d") & (F.col("after") != "null"), F.col("after")))
+        return Change(before=before, after=after, keys=changed.select(*key).distinct())
 
 
 def _avro_json_type(t: T.DataType) -> T.DataType:
