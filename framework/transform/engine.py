@@ -163,12 +163,7 @@ class Builder:
         out = {}
         for u, n in p.pending.items():
             if n and p.begin.get(u):
-                df = (self.spark.read.format("hudi").option("hoodie.datasource.query.type", "incremental")
-                      .option("hoodie.datasource.read.begin.instanttime", p.begin[u])
-                      .option("hoodie.datasource.read.end.instanttime", p.end[u])
-                      .option("hoodie.datasource.read.incr.fallback.fulltablescan.enable", "false")
-                      .load(str(self.layout.table(u))))
-                out[u] = df.count()
+                out[u] = self.reader.incremental(u, p.begin[u], p.end[u], cdc=False).count()
         return out
 
     # ------------------------------------------------------------------ running

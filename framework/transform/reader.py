@@ -78,29 +78,24 @@ class TableReader:
         df = self.raw(name, as_of)
         return df.where(live(df)).select(*visible_columns(df))
 
+    def incremental(self, name: str, begin: str, end: str, cdc: bool) -> DataFrame:
+        """Hudi's incremental query over (begin, end], as CDC records (`op, ts_ms, before, after`)
+        or as the latest rows written in the range; never a silent full-table fallback."""
+        r = self.spark.read.format("hudi").option("hoodie.datasource.query.type", "incremental")
+        if cdc:
+            r = r.option("hoodie.datasource.query.incremental.format", "cdc")
+        return (r.option("hoodie.datasource.read.begin.instanttime", begin)
+                .option("hoodie.datasource.read.end.instanttime", end)
+                .option("hoodie.datasource.read.incr.fallback.fulltablescan.enable", "false")
+                .load(str(self.path(name))))
+
     def change(self, name: str, key: list[str], begin: str, end: str) -> Change:
-        path = str(self.path(name))
         if not self.is_mor(name) and hudi.cdc_logged(self.spark, self.path(name), begin, end):
             return self._logged_change(name, key, begin, end)
-        incr = (
-            self.spark.read.format("hudi")
-            .option("hoodie.datasource.query.type", "incremental")
-            .option("hoodie.datasource.read.begin.instanttime", begin)
-            .option("hoodie.datasource.read.end.instanttime", end)
-            .option("hoodie.datasource.read.incr.fallback.fulltablescan.enable", "false")
-            .load(path)
-        )
+        incr = self.incremental(name, begin, end, cdc=False)
         cols = visible_columns(incr)
         after = incr.where(live(incr)).select(*cols)
-        cdc = (
-            self.spark.read.format("hudi")
-            .option("hoodie.datasource.query.type", "incremental")
-            .option("hoodie.datasource.query.incremental.format", "cdc")
-            .option("hoodie.datasource.read.begin.instanttime", begin)
-            .option("hoodie.datasource.read.end.instanttime", end)
-            .option("hoodie.datasource.read.incr.fallback.fulltablescan.enable", "false")
-            .load(path)
-        )
+        cdc = self.incremental(name, begin, end, cdc=True)
         schema = incr.schema
         keyed = [f for f in schema.fields if f.name in key]
         key_schema = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in keyed])
@@ -130,15 +125,7 @@ class TableReader:
         (`hudi.cdc_logged`): before-image of the first record per key, after-image of the last.
         The incremental query would read every base file the range rewrote: with changes spread
         over the keys, the whole table."""
-        cdc = (
-            self.spark.read.format("hudi")
-            .option("hoodie.datasource.query.type", "incremental")
-            .option("hoodie.datasource.query.incremental.format", "cdc")
-            .option("hoodie.datasource.read.begin.instanttime", begin)
-            .option("hoodie.datasource.read.end.instanttime", end)
-            .option("hoodie.datasource.read.incr.fallback.fulltablescan.enable", "false")
-            .load(str(self.path(name)))
-        )
+        cdc = self.incremental(name, begin, end, cdc=True)
         at_end = self.raw(name, as_of=end)  # the schema the model's snapshot reads has
         schema, cols = at_end.schema, visible_columns(at_end)
         keyed = [f for f in schema.fields if f.name in key]
