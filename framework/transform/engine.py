@@ -258,7 +258,8 @@ class Builder:
         groups = ", ".join(expr for expr, _ in a.group_by)
         # Broadcast the extremes: they are one row per recomputed group, and those groups are
         # broadcast already (`_rows_of_groups`). Left to itself Spark sort-merge joined the
-        # upstream rows to them: a recompute of every group at 10 M rows took 35 s.
+        # upstream rows to them (first incremental build after a full one, every group
+        # recomputed, 10 M rows: 44.5 s; with the hint 37.1 s).
         return self.spark.sql(f"SELECT /*+ BROADCAST({e}) */ {', '.join(cols)} FROM {v} JOIN {e} ON {on}{where} GROUP BY {groups}")
 
     def _aggregate_incremental(self, p: Plan) -> tuple[int, int]:

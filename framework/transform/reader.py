@@ -119,7 +119,6 @@ class TableReader:
             before = typed.where(live(typed)).select(*cols)
         return Change(before=before, after=after, keys=keys)
 
-
     def _logged_change(self, name: str, key: list[str], begin: str, end: str) -> Change:
         """The net change from the CDC logs alone, when every change in the range is logged
         (`hudi.cdc_logged`): before-image of the first record per key, after-image of the last.
