@@ -97,26 +97,14 @@ class TableReader:
         after = incr.where(live(incr)).select(*cols)
         cdc = self.incremental(name, begin, end, cdc=True)
         schema = incr.schema
-        keyed = [f for f in schema.fields if f.name in key]
-        key_schema = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in keyed])
-        image = F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after"))
-        k = F.from_json(image, key_schema)
-        changed = cdc.select(*[_from_avro_json(k[f.name], f.dataType).alias(f.name) for f in keyed], "op", "ts_ms", "before")
+        changed = _keyed(cdc, schema, key)
         # Hard deletes (model outputs) appear only in the CDC stream; the incremental query has the rest.
         keys = changed.select(*key).union(incr.select(*key)).distinct()
         if self.is_mor(name):
             old = self.raw(name, as_of=begin)
             before = old.where(live(old)).join(keys, key, "left_semi").select(*visible_columns(old))
         else:
-            # A partition move is a `d` (old partition) and an `i` (new one) in the same commit:
-            # the `d` carries the before-image, so it sorts first among equal commit times.
-            order = [F.col("ts_ms"), F.when(F.col("op") == "i", 1).otherwise(0)]
-            first = changed.withColumn("_r", F.row_number().over(Window.partitionBy(*key).orderBy(*order))).where("_r = 1")
-            full = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in schema.fields if f.name in cols or f.name == "_deleted"])
-            img = F.from_json(F.when((F.col("op") != "i") & (F.col("before") != "null"), F.col("before")), full)
-            parsed = first.select(img.alias("b")).where(F.col("b").isNotNull())
-            typed = parsed.select(*[_from_avro_json(F.col("b")[f.name], schema[f.name].dataType).alias(f.name) for f in full.fields])
-            before = typed.where(live(typed)).select(*cols)
+            before = _image(_ranked(changed, key), "before", schema, cols)
         return Change(before=before, after=after, keys=keys)
 
     def _logged_change(self, name: str, key: list[str], begin: str, end: str) -> Change:
@@ -127,26 +115,40 @@ class TableReader:
         cdc = self.incremental(name, begin, end, cdc=True)
         at_end = self.raw(name, as_of=end)  # the schema the model's snapshot reads has
         schema, cols = at_end.schema, visible_columns(at_end)
-        keyed = [f for f in schema.fields if f.name in key]
-        key_schema = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in keyed])
-        k = F.from_json(F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after")), key_schema)
-        changed = cdc.select(*[_from_avro_json(k[f.name], f.dataType).alias(f.name) for f in keyed], "op", "ts_ms", "before", "after")
-        # A partition move is a `d` (old partition) and an `i` (new one) in the same commit: the
-        # `d` holds the before-image and sorts first, the `i` the after-image and sorts last.
-        move = F.when(F.col("op") == "i", 1).otherwise(0)
-        w = Window.partitionBy(*key)
-        ranked = (changed.withColumn("_first", F.row_number().over(w.orderBy(F.col("ts_ms"), move)))
-                  .withColumn("_last", F.row_number().over(w.orderBy(F.col("ts_ms").desc(), move.desc()))))
-        full = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in schema.fields if f.name in cols or f.name == "_deleted"])
-
-        def images(which: str, image: Column) -> DataFrame:
-            parsed = ranked.where(F.col(which) == 1).select(F.from_json(image, full).alias("b")).where(F.col("b").isNotNull())
-            typed = parsed.select(*[_from_avro_json(F.col("b")[f.name], schema[f.name].dataType).alias(f.name) for f in full.fields])
-            return typed.where(live(typed)).select(*cols)
-
-        before = images("_first", F.when((F.col("op") != "i") & (F.col("before") != "null"), F.col("before")))
-        after = images("_last", F.when((F.col("op") != "d") & (F.col("after") != "null"), F.col("after")))
+        changed = _keyed(cdc, schema, key)
+        ranked = _ranked(changed, key)
+        before, after = _image(ranked, "before", schema, cols), _image(ranked, "after", schema, cols)
         return Change(before=before, after=after, keys=changed.select(*key).distinct())
+
+
+def _keyed(cdc: DataFrame, schema: T.StructType, key: list[str]) -> DataFrame:
+    """CDC records with their record key decoded into typed key columns (from the before-image
+    of a `d`, the after-image otherwise)."""
+    keyed = [f for f in schema.fields if f.name in key]
+    key_schema = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in keyed])
+    k = F.from_json(F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after")), key_schema)
+    return cdc.select(*[_from_avro_json(k[f.name], f.dataType).alias(f.name) for f in keyed], "op", "ts_ms", "before", "after")
+
+
+def _ranked(changed: DataFrame, key: list[str]) -> DataFrame:
+    """CDC records with `_first`/`_last` marking each key's first and last record in the range.
+    A partition move is a `d` (old partition) and an `i` (new one) in the same commit: the `d`
+    holds the before-image and sorts first, the `i` the after-image and sorts last."""
+    order = [F.col("ts_ms"), F.when(F.col("op") == "i", 1).otherwise(0)]
+    w = Window.partitionBy(*key)
+    ranked = changed.withColumn("_pos", F.row_number().over(w.orderBy(*order)))
+    return ranked.withColumn("_first", F.col("_pos") == 1).withColumn("_last", F.col("_pos") == F.count(F.lit(1)).over(w))
+
+
+def _image(ranked: DataFrame, which: str, schema: T.StructType, cols: list[str]) -> DataFrame:
+    """Typed live `before` images of each key's first CDC record, or `after` images of its last
+    (decoded from Hudi's Avro JSON)."""
+    full = T.StructType([T.StructField(f.name, _avro_json_type(f.dataType)) for f in schema.fields if f.name in cols or f.name == "_deleted"])
+    absent = "i" if which == "before" else "d"
+    json = F.when((F.col("op") != absent) & (F.col(which) != "null"), F.col(which))
+    parsed = ranked.where(F.col("_first" if which == "before" else "_last")).select(F.from_json(json, full).alias("b")).where(F.col("b").isNotNull())
+    typed = parsed.select(*[_from_avro_json(F.col("b")[f.name], schema[f.name].dataType).alias(f.name) for f in full.fields])
+    return typed.where(live(typed)).select(*cols)
 
 
 def _avro_json_type(t: T.DataType) -> T.DataType:
