@@ -53,15 +53,6 @@ SOURCE = T.StructType(
 )
 JSON_OPTS = {"columnNameOfCorruptRecord": "_corrupt", "mode": "PERMISSIVE"}
 
-_TWO_64 = "18446744073709551616"
-
-
-def _unsigned_from_hex32(hex32: Column) -> Column:
-    """Unsigned integer value (decimal(38,0)) of a 32-hex-digit string."""
-    hi = F.conv(F.substring(hex32, 1, 16), 16, 10).cast("decimal(38,0)")
-    lo = F.conv(F.substring(hex32, 17, 16), 16, 10).cast("decimal(38,0)")
-    return hi * F.lit(_TWO_64).cast("decimal(38,0)") + lo
-
 
 def safe_unbase64(text: Column) -> Column:
     """unbase64 that yields NULL (→ dead letter) for invalid input instead of failing the job."""
@@ -71,48 +62,39 @@ def safe_unbase64(text: Column) -> Column:
 
 def decimal_from_base64(text: Column, precision: int, scale: int) -> Column:
     """Kafka Connect Decimal: base64 of the big-endian two's-complement unscaled value."""
-    return decimal_from_hex(F.upper(F.hex(safe_unbase64(text))), precision, scale)
+    raw = safe_unbase64(text)
+    octets = F.when(F.octet_length(raw) > 0, F.transform(F.sequence(F.lit(1), F.octet_length(raw)),
+                                                         lambda i: F.conv(F.hex(raw.substr(i, F.lit(1))), 16, 10).cast("int")))
+    return decimal_from_bytes(octets, precision, scale)
 
 
 def decimal_from_byte_array(arr: Column, precision: int, scale: int) -> Column:
     """Avro decimal as Hudi's CDC JSON writes it: an array of signed bytes."""
-    hexs = F.concat_ws("", F.transform(arr, lambda b: F.lpad(F.hex(F.when(b < 0, b + 256).otherwise(b)), 2, "0")))
-    return F.when(arr.isNotNull(), decimal_from_hex(F.upper(hexs), precision, scale))
+    return decimal_from_bytes(arr, precision, scale)
 
 
-def decimal_from_hex(hexs: Column, precision: int, scale: int) -> Column:
-    """Decimal from the hex text of a big-endian two's-complement unscaled value (≤ 16 bytes)."""
-    negative = F.substring(hexs, 1, 1).isin("8", "9", "A", "B", "C", "D", "E", "F")
-    if precision <= 18:
-        # The unscaled value fits a signed 64-bit integer: sign-extend to 16 hex digits and let
-        # conv read it as signed. A much smaller expression than the 128-bit path below, whose
-        # generated code for a few decimal columns outgrew the JVM's 64 KB method limit (Spark
-        # then logs the failed compile and falls back to interpreting, every micro-batch).
-        # Redundant sign bytes (a non-minimal encoding, e.g. an Avro fixed of 16 bytes) go first.
-        minimal = F.regexp_replace(F.regexp_replace(hexs, "^(00)+(?=[0-7])", ""), "^(FF)+(?=[89A-F])", "")
-        extended = F.when(negative, F.lpad(minimal, 16, "F")).otherwise(F.lpad(minimal, 16, "0"))
-        unscaled = F.when(F.length(minimal) <= 16, F.conv(extended, 16, -10))
-    else:
-        inverted = F.translate(hexs, "0123456789ABCDEF", "FEDCBA9876543210")
-        pos_val = _unsigned_from_hex32(F.lpad(hexs, 32, "0"))
-        neg_val = -(_unsigned_from_hex32(F.lpad(inverted, 32, "0")) + F.lit(1))
-        unscaled = F.when(negative, neg_val).otherwise(pos_val).cast("decimal(38,0)").cast("string")
-    if scale == 0:
-        as_text = unscaled
-    else:
-        sign = F.when(F.substring(unscaled, 1, 1) == "-", F.lit("-")).otherwise(F.lit(""))
-        magnitude = F.regexp_replace(unscaled, "^-", "")
-        # lpad truncates longer strings: pad only short ones.
-        digits = F.when(F.length(magnitude) <= scale, F.lpad(magnitude, scale + 1, "0")).otherwise(magnitude)
-        as_text = F.concat(
-            sign,
-            digits.substr(F.lit(1), F.length(digits) - F.lit(scale)),
-            F.lit("."),
-            F.substring(digits, -scale, scale),
-        )
-    return F.when(hexs.isNull() | (F.length(hexs) == 0), F.lit(None)).otherwise(
-        as_text.cast(f"decimal({precision},{scale})")
-    )
+def decimal_from_bytes(arr: Column, precision: int, scale: int) -> Column:
+    """decimal(precision, scale) from the big-endian two's-complement bytes of its unscaled value,
+    as an array of ints (signed -128..127 or unsigned 0..255); NULL for NULL, no bytes or a value
+    that does not fit. Minimal encodings (Debezium) and sign-extended ones (Avro fixed) alike.
+
+    A fold over the bytes: a handful of plan nodes per column. The hex-text arithmetic it replaces
+    repeated its input in every step, so each decimal column put a tree of thousands of nodes in
+    every plan that decoded it, and Spark spent seconds per query analysing it and printing it
+    into each adaptive re-plan's description (JFR samples of an aggregate model's build)."""
+
+    def fold(t: str) -> Column:
+        # The first byte gives the sign (signed value), each next one 8 bits (unsigned value).
+        # The NULL start keeps an empty array NULL.
+        def step(acc: Column, b: Column) -> Column:
+            return F.when(acc.isNull(), F.when(b > 127, b - 256).otherwise(b)).otherwise(acc * 256 + F.when(b < 0, b + 256).otherwise(b)).cast(t)
+
+        return F.aggregate(arr, F.lit(None).cast(t), step)
+
+    # Up to 8 bytes fit a long (cheap); longer ones fold in decimal(38,0), NULL on overflow.
+    unscaled = F.when(F.size(arr) <= 8, fold("bigint").cast("decimal(38,0)")).otherwise(fold("decimal(38,0)"))
+    # "<unscaled>E-<scale>" reads exactly as the decimal (Java BigDecimal syntax).
+    return F.concat(unscaled.cast("string"), F.lit(f"E-{scale}")).cast(f"decimal({precision},{scale})")
 
 
 # Years 0001..9999: outside, Spark's timestamp functions overflow and fail the whole job.

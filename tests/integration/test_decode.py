@@ -20,7 +20,7 @@ def _b64_decimal(value: Decimal, scale: int, width: int | None = None) -> str:
     return base64.b64encode(unscaled.to_bytes(n, "big", signed=True)).decode()
 
 
-@pytest.mark.parametrize(
+DECIMALS = pytest.mark.parametrize(
     ("value", "precision", "scale"),
     [
         (Decimal("125.12"), 10, 2),
@@ -40,7 +40,11 @@ def _b64_decimal(value: Decimal, scale: int, width: int | None = None) -> str:
         (Decimal("-123456789012.345678"), 19, 6),
     ],
 )
-@pytest.mark.parametrize("width", [None, 16], ids=["minimal", "sign-extended"])
+WIDTHS = pytest.mark.parametrize("width", [None, 16], ids=["minimal", "sign-extended"])
+
+
+@DECIMALS
+@WIDTHS
 def test_decimal_base64(spark: Any, value: Decimal, precision: int, scale: int, width: int | None) -> None:
     """Minimal two's-complement bytes (Debezium) and bytes sign-extended to a fixed width (Avro
     fixed) decode to the same value."""
@@ -48,6 +52,17 @@ def test_decimal_base64(spark: Any, value: Decimal, precision: int, scale: int, 
     df = spark.createDataFrame([(text,)], "t string")
     got = df.select(D.decode(F.col("t"), Decoder("decimal_b64", f"decimal({precision},{scale})", scale)).alias("v")).first()["v"]
     assert got == value
+
+
+@DECIMALS
+@WIDTHS
+def test_decimal_signed_byte_array(spark: Any, value: Decimal, precision: int, scale: int, width: int | None) -> None:
+    """Hudi's CDC log JSON writes a decimal as an array of signed bytes (-128..127)."""
+    raw = base64.b64decode(_b64_decimal(value, scale, width))
+    arr = [b - 256 if b > 127 else b for b in raw]
+    df = spark.createDataFrame([(arr,), (None,), ([],)], "a array<int>")
+    got = [r["v"] for r in df.select(D.decimal_from_byte_array(F.col("a"), precision, scale).alias("v")).collect()]
+    assert got == [value, None, None]
 
 
 def test_logical_types(spark: Any) -> None:
