@@ -27,6 +27,7 @@ from framework.faults import failpoint
 from framework.history import new_run_id
 from framework.paths import Layout
 from framework.transform.gate import ModelGate
+from framework.transform.held import Held
 from framework.transform.loader import Model
 from framework.transform.reader import TableReader, visible_columns
 from framework.transform.strategy import Aggregate, Analysis, analyze
@@ -283,11 +284,11 @@ class Builder:
         # The delta (one row per changed group) feeds the merge, the old-state lookup and the
         # write's scope. Spark would re-read and re-decode the change for each use (exchange
         # reuse is off, see session.py): keep it.
-        delta = delta.withColumn("_lake_key", lake_key(key)).persist()
+        held = Held()
         try:
-            return self._merge_aggregate(p, delta)
+            return self._merge_aggregate(p, held(delta.withColumn("_lake_key", lake_key(key))))
         finally:
-            delta.unpersist()
+            held.release()
 
     def _merge_aggregate(self, p: Plan, delta: DataFrame) -> tuple[int, int]:
         a = p.analysis
@@ -335,7 +336,8 @@ class Builder:
                 recompute = recompute | ((n > 0) & (best.isNull() | beyond | lost))
         # Never NULL: a NULL flag would drop the group from both the kept and the recomputed rows.
         merged.append(F.coalesce(recompute, F.lit(False)).alias("_lake_recompute"))
-        state = j.select(*merged).persist()
+        hold = Held()
+        state = hold(j.select(*merged))
         try:
             redo = state.where("_lake_recompute AND _lake_rows > 0").select("_lake_key", *[f"`{k}`" for k in key])
             if not redo.isEmpty():
@@ -348,7 +350,7 @@ class Builder:
             out = self._finalize(p, state_all)
             return self._write(p.model, a, out, p, scope=delta.select("_lake_key"))
         finally:
-            state.unpersist()
+            hold.release()
 
     def _read_change(self, u: str, key: list[str], p: Plan) -> Any:
         """The net change of upstream `u` in the plan's range (lazy: each use reads it again;
@@ -423,7 +425,8 @@ class Builder:
                 out = scope_of(self._query(m, {**others, u: image}))
                 affected = out if affected is None else affected.union(out)
         assert affected is not None
-        scope = affected.distinct().persist()
+        held = Held()
+        scope = held(affected.distinct())
         try:
             rows = self._query(m, new)
             if part:
@@ -432,7 +435,7 @@ class Builder:
                 rows = rows.withColumn("_lake_key", lake_key(key)).join(scope, "_lake_key", "left_semi").drop("_lake_key")
             return self._write(m, a, rows, p, scope=scope, scope_col=part or "_lake_key")
         finally:
-            scope.unpersist()
+            held.release()
 
     # ------------------------------------------------------------------ writing
     def _write(self, m: Model, a: Analysis, rows: DataFrame, p: Plan, scope: DataFrame | None, scope_col: str = "_lake_key") -> tuple[int, int]:
@@ -457,33 +460,32 @@ class Builder:
         exists = hudi.table_exists(path)
         # Into an existing table, the rows are used twice or more (upserts, the anti-join that
         # finds the deletes, the diff): keep them rather than evaluate the model's query again.
-        held = out.persist() if exists else None
-        if held is not None:
-            out = held
-        # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
-        # are deleted below like any key the query no longer returns.
-        if m.config.checks:
-            out = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
-        deletes = None
-        if exists:
-            # Delete records need the key (and partition path) only: read just those columns.
-            full_target = self.reader.raw(m.name)
-            required = {f.name for f in full_target.schema.fields if not f.nullable}
-            kept = ["_lake_key"] + ([m.config.partition_by] if m.config.partition_by else [])
-            if any(t.startswith(("array", "map", "struct")) for c, t in full_target.dtypes if c in required):
-                kept = full_target.columns  # no typed zero for a required nested column: carry the row
-            target = full_target.select(*[f"`{c}`" for c in dict.fromkeys(kept + ([scope_col] if scope is not None else []))])
-            candidates = target if scope is None else target.join(scope, scope_col, "left_semi")
-            vanished = candidates.join(out.select("_lake_key"), "_lake_key", "left_anti")
-            if gone is not None:
-                vanished = vanished.unionByName(target.join(gone, "_lake_key", "left_semi")).dropDuplicates(["_lake_key"])
-            deletes = vanished.select(*[F.col(c) if c in vanished.columns else _filler(t, c in required).alias(c) for c, t in out.dtypes if c != "_hoodie_is_deleted"],
-                                      F.lit(True).alias("_hoodie_is_deleted"))
-            if scope is None:
-                out = _changed_rows(out, full_target)
-        final = out if deletes is None else out.unionByName(deletes)
-        final = final.persist()
+        held = Held()
         try:
+            if exists:
+                out = held(out)
+            # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
+            # are deleted below like any key the query no longer returns.
+            if m.config.checks:
+                out = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
+            deletes = None
+            if exists:
+                # Delete records need the key (and partition path) only: read just those columns.
+                full_target = self.reader.raw(m.name)
+                required = {f.name for f in full_target.schema.fields if not f.nullable}
+                kept = ["_lake_key"] + ([m.config.partition_by] if m.config.partition_by else [])
+                if any(t.startswith(("array", "map", "struct")) for c, t in full_target.dtypes if c in required):
+                    kept = full_target.columns  # no typed zero for a required nested column: carry the row
+                target = full_target.select(*[f"`{c}`" for c in dict.fromkeys(kept + ([scope_col] if scope is not None else []))])
+                candidates = target if scope is None else target.join(scope, scope_col, "left_semi")
+                vanished = candidates.join(out.select("_lake_key"), "_lake_key", "left_anti")
+                if gone is not None:
+                    vanished = vanished.unionByName(target.join(gone, "_lake_key", "left_semi")).dropDuplicates(["_lake_key"])
+                deletes = vanished.select(*[F.col(c) if c in vanished.columns else _filler(t, c in required).alias(c) for c, t in out.dtypes if c != "_hoodie_is_deleted"],
+                                          F.lit(True).alias("_hoodie_is_deleted"))
+                if scope is None:
+                    out = _changed_rows(out, full_target)
+            final = held(out if deletes is None else out.unionByName(deletes))
             counts = {r["_hoodie_is_deleted"]: r["count"] for r in final.groupBy("_hoodie_is_deleted").count().collect()}
             written, deleted = counts.get(False, 0), counts.get(True, 0)
             if written + deleted == 0 and exists and (p.mode != "full" or self._recorded(m, p)):
@@ -500,9 +502,7 @@ class Builder:
             failpoint("after_model_commit")
             return written, deleted
         finally:
-            final.unpersist()
-            if held is not None:
-                held.unpersist()
+            held.release()
             self.gate.release()
 
 

@@ -21,6 +21,7 @@ from framework.config import Project
 from framework.paths import Layout
 from framework.quality import evaluate, quarantine, store
 from framework.quality.report import report_dir
+from framework.transform.held import is_held
 from framework.transform.reader import live, visible_columns
 from models.quality import CheckSpec
 from models.records import CheckOutcome
@@ -80,7 +81,7 @@ class ModelGate:
             return out
         from framework.transform.engine import lake_key
 
-        if not out.is_cached:  # incremental writes arrive held already (Builder._write)
+        if not is_held(out):  # writes into an existing table arrive held already (Builder._write)
             out = out.persist()
             self._cached.append(out)
         cols = visible_columns(out)
