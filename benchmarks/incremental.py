@@ -790,9 +790,10 @@ def markdown_section(results: list[dict[str, Any]]) -> str:
     lines += ["Steps:", ""] + [f"- {k}: {v}" for k, v in Steps.LEGEND.items()] + [""]
     recomputed = [f"{ff.rows:,} rows {ff.fraction:.1%}" for ff in runs for f in ff.models if f.recompute]
     if recomputed:
-        lines += [f"The aggregate model recomputed MIN/MAX groups from a full scan of `ods.orders` in every build measured ({len(recomputed)} "
-                  f"of {sum(1 for ff in runs for f in ff.models if f.strategy == 'aggregate')}): a change retracted some group's current "
-                  "min or max qty (qty is 1..10, so nearly every change batch does).", ""]
+        total = sum(1 for ff in runs for f in ff.models if f.strategy == "aggregate")
+        lines += [f"The aggregate model recomputed MIN/MAX groups from a scan of `ods.orders` in {len(recomputed)} of the {total} builds measured "
+                  f"({', '.join(recomputed)}): a change retracted the current min or max qty of a group whose holders were unknown (after a full "
+                  "build) or all retracted (qty is 1..10, so with unknown holders nearly every change batch does).", ""]
     return "\n".join(lines)
 
 
