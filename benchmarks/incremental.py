@@ -679,7 +679,8 @@ def summary_lines(runs: list[FractionFigures]) -> list[str]:
     spans = []
     for rows in sorted({ff.rows for ff in runs}):
         rr = sorted((ff for ff in runs if ff.rows == rows), key=lambda ff: ff.fraction)
-        g = [fb.incr / fa.incr for a, b in zip(rr, rr[1:], strict=False) for fa, fb in zip(a.models, b.models, strict=True)]
+        g = [fb.incr / fa.incr for a, b in zip(rr, rr[1:], strict=False) if b.fraction > a.fraction  # repeated fractions: no growth to report
+             for fa, fb in zip(a.models, b.models, strict=True)]
         if g:
             spans.append(f"{min(g):.1f}x to {max(g):.1f}x at {rows:,} rows")
     if spans:
