@@ -68,15 +68,11 @@ def decimal_from_base64(text: Column, precision: int, scale: int) -> Column:
     return decimal_from_bytes(octets, precision, scale)
 
 
-def decimal_from_byte_array(arr: Column, precision: int, scale: int) -> Column:
-    """Avro decimal as Hudi's CDC JSON writes it: an array of signed bytes."""
-    return decimal_from_bytes(arr, precision, scale)
-
-
 def decimal_from_bytes(arr: Column, precision: int, scale: int) -> Column:
     """decimal(precision, scale) from the big-endian two's-complement bytes of its unscaled value,
     as an array of ints (signed -128..127 or unsigned 0..255); NULL for NULL, no bytes or a value
-    that does not fit. Minimal encodings (Debezium) and sign-extended ones (Avro fixed) alike.
+    that does not fit. Minimal encodings (Debezium) and sign-extended ones (Avro fixed) alike;
+    Hudi's CDC log JSON writes an Avro decimal as such an array of signed bytes.
 
     A fold over the bytes: a handful of plan nodes per column. The hex-text arithmetic it replaces
     repeated its input in every step, so each decimal column put a tree of thousands of nodes in

@@ -298,7 +298,8 @@ class Builder:
         # Tables written before the holder counts existed: unknown, like after a full build.
         target = target.select("*", *[F.lit(None).cast("bigint").alias(c) for g in a.aggregates for c in g.state if c not in target.columns])
         old = target.join(delta.select("_lake_key"), "_lake_key", "left_semi")
-        state_types = {f.name: f.dataType for f in self._state_query(p, self.reader.snapshot(u, p.end[u])).schema.fields}
+        upstream = self.reader.snapshot(u, p.end[u])  # typed state columns, and the rows of recomputed groups
+        state_types = {f.name: f.dataType for f in self._state_query(p, upstream).schema.fields}
         d, o = delta.alias("d"), old.alias("o")
         j = d.join(o, F.col("d._lake_key") == F.col("o._lake_key"), "full_outer")
         merged = [F.coalesce(F.col("d._lake_key"), F.col("o._lake_key")).alias("_lake_key")]
@@ -341,7 +342,7 @@ class Builder:
         try:
             redo = state.where("_lake_recompute AND _lake_rows > 0").select("_lake_key", *[f"`{k}`" for k in key])
             if not redo.isEmpty():
-                fresh = self._state_query(p, self._rows_of_groups(a, key, self.reader.snapshot(u, p.end[u]), redo), holders=True)
+                fresh = self._state_query(p, self._rows_of_groups(a, key, upstream, redo), holders=True)
                 fresh = fresh.withColumn("_lake_key", lake_key(key)).join(redo.select("_lake_key"), "_lake_key", "left_semi")
                 keep = state.where("NOT (_lake_recompute AND _lake_rows > 0)").drop("_lake_recompute")
                 state_all = keep.unionByName(fresh.select(*keep.columns))
@@ -458,10 +459,10 @@ class Builder:
             gone = None
         out = out.withColumn("_hoodie_is_deleted", F.lit(False))
         exists = hudi.table_exists(path)
-        # Into an existing table, the rows are used twice or more (upserts, the anti-join that
-        # finds the deletes, the diff): keep them rather than evaluate the model's query again.
         held = Held()
         try:
+            # Into an existing table, the rows are used twice or more (upserts, the anti-join that
+            # finds the deletes, the diff): keep them rather than evaluate the model's query again.
             if exists:
                 out = held(out)
             # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys

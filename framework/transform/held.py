@@ -26,9 +26,9 @@ class Held:
         """`df` computed now into executor storage (memory, spilling to disk), as a DataFrame
         whose plan is a leaf. Valid until `release()`."""
         out = df.localCheckpoint(eager=True)
-        plan = out._jdf.queryExecution().logical()
-        if plan.getClass().getSimpleName() == "LogicalRDD":
-            self._rdds.append(plan.rdd())
+        rdd = _checkpointed_rdd(out)
+        if rdd is not None:
+            self._rdds.append(rdd)
         return out
 
     def release(self) -> None:
@@ -40,5 +40,12 @@ class Held:
 
 def is_held(df: DataFrame) -> bool:
     """`df` is kept already (cached, or a local checkpoint): reading it again computes nothing."""
+    return df.is_cached or _checkpointed_rdd(df) is not None
+
+
+def _checkpointed_rdd(df: DataFrame) -> Any:
+    """The checkpointed RDD a DataFrame's plan consists of, or None."""
     plan = df._jdf.queryExecution().logical()
-    return df.is_cached or (plan.getClass().getSimpleName() == "LogicalRDD" and plan.rdd().isCheckpointed())
+    if plan.getClass().getSimpleName() == "LogicalRDD" and plan.rdd().isCheckpointed():
+        return plan.rdd()
+    return None

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from framework import hudi
-from framework.ods.decode import decimal_from_byte_array
+from framework.ods.decode import decimal_from_bytes
 from framework.paths import Layout
 
 HIDDEN = ("_deleted", "_hoodie_is_deleted", "_lake_key")
@@ -90,7 +90,8 @@ class TableReader:
                 .load(str(self.path(name))))
 
     def change(self, name: str, key: list[str], begin: str, end: str) -> Change:
-        if not self.is_mor(name) and hudi.cdc_logged(self.spark, self.path(name), begin, end):
+        mor = self.is_mor(name)
+        if not mor and hudi.cdc_logged(self.spark, self.path(name), begin, end):
             return self._logged_change(name, key, begin, end)
         incr = self.incremental(name, begin, end, cdc=False)
         cols = visible_columns(incr)
@@ -100,7 +101,7 @@ class TableReader:
         changed = _keyed(cdc, schema, key)
         # Hard deletes (model outputs) appear only in the CDC stream; the incremental query has the rest.
         keys = changed.select(*key).union(incr.select(*key)).distinct()
-        if self.is_mor(name):
+        if mor:
             old = self.raw(name, as_of=begin)
             before = old.where(live(old)).join(keys, key, "left_semi").select(*visible_columns(old))
         else:
@@ -169,7 +170,7 @@ def _from_avro_json(c: Column, t: T.DataType) -> Column:
     if isinstance(t, T.DateType):
         return F.date_add(F.lit("1970-01-01").cast("date"), c)
     if isinstance(t, T.DecimalType):
-        return decimal_from_byte_array(c, t.precision, t.scale)
+        return decimal_from_bytes(c, t.precision, t.scale)
     if isinstance(t, T.BinaryType):
         return F.encode(c, "ISO-8859-1")
     return c

@@ -61,7 +61,7 @@ def test_decimal_signed_byte_array(spark: Any, value: Decimal, precision: int, s
     raw = base64.b64decode(_b64_decimal(value, scale, width))
     arr = [b - 256 if b > 127 else b for b in raw]
     df = spark.createDataFrame([(arr,), (None,), ([],)], "a array<int>")
-    got = [r["v"] for r in df.select(D.decimal_from_byte_array(F.col("a"), precision, scale).alias("v")).collect()]
+    got = [r["v"] for r in df.select(D.decimal_from_bytes(F.col("a"), precision, scale).alias("v")).collect()]
     assert got == [value, None, None]
 
 
