@@ -21,10 +21,12 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import reduce
 from pathlib import Path
+from typing import Any, Literal
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from framework import hudi
@@ -49,6 +51,18 @@ log = logging.getLogger(__name__)
 
 META_COLUMNS = ["_op", "_event_ts", "_seq", "_ingested_at", "_deleted", "_source"]
 DEAD_LETTER_KEY = ["loc"]
+
+
+@dataclass
+class Prepared:
+    """One table's share of a micro-batch, decoded and sequenced, not yet committed."""
+
+    table: OdsTable
+    result: TableBatchResult
+    rows: DataFrame | None = None  # what to upsert (deletes as `_deleted` rows); None: nothing
+    target: dict[str, str] = field(default_factory=dict)  # column types after this batch
+    dead: list[DataFrame] = field(default_factory=list)  # events to dead-letter, with `reason`
+    dead_reasons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -141,7 +155,7 @@ class OdsBatchWriter:
             F.col("p.after").alias("after_raw"),
             F.when(has_payload, F.col("env.schema")).alias("schema_raw"),
             F.concat_ws(".", F.col("src.db"), F.col("src.table")).alias("tbl"),
-            F.timestamp_millis(F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms"))).alias("_event_ts"),
+            F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms")).alias("ts_raw"),
             D.position_seq(F.col("src"), F.col("p.ts_ms")).alias("pos_seq"),
             F.col("env._corrupt").alias("corrupt"),
             F.col("p._corrupt").alias("pcorrupt"),
@@ -154,7 +168,8 @@ class OdsBatchWriter:
         )
         image_raw = F.when(F.col("op") == "d", F.col("before_raw")).otherwise(F.col("after_raw"))
         img = F.from_json(image_raw, D.IMAGE_MAP)  # type: ignore[arg-type]
-        df = df.withColumn("img", img).withColumn("schema_hash", F.md5(F.col("schema_raw")))
+        # Years 0001-9999 only: beyond, Spark overflows or Python cannot hold the time (dead letter).
+        df = df.withColumn("img", img).withColumn("schema_hash", F.md5(F.col("schema_raw"))).withColumn("_event_ts", D.millis_to_timestamp(F.col("ts_raw")))
         declared = F.col("tbl").isin(list(self.all_sources)) if self.all_sources else F.lit(False)
         key_problem: Column = F.lit(None).cast("string")
         for t in self.tables.values():
@@ -166,7 +181,11 @@ class OdsBatchWriter:
                 missing = F.col("img").getItem(k).isNull()
                 cond = missing if cond is None else (cond | missing)
             assert cond is not None
-            key_problem = F.when((F.col("tbl") == t.source) & cond, F.lit(f"missing or NULL key column ({', '.join(t.key)})")).otherwise(key_problem)
+            # Hudi refuses an empty record key (a single empty key column, or every column empty).
+            empty = reduce(lambda a, b: a & b, [F.col("img").getItem(k) == "" for k in t.key])
+            key_problem = (F.when((F.col("tbl") == t.source) & cond, F.lit(f"missing or NULL key column ({', '.join(t.key)})"))
+                           .when((F.col("tbl") == t.source) & empty, F.lit(f"empty key ({', '.join(t.key)}): Hudi cannot store an empty record key"))
+                           .otherwise(key_problem))
         reason = (
             F.when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
             .when(F.col("op").isNull(), F.lit("not a Debezium envelope: no `op` field"))
@@ -175,9 +194,18 @@ class OdsBatchWriter:
             .when(~declared, F.concat(F.lit("table "), F.col("tbl"), F.lit(" is not declared in layers/ods/")))
             .when(F.col("op").isin("c", "u", "r") & F.col("after_raw").isNull(), F.concat(F.lit("op '"), F.col("op"), F.lit("' without after-image")))
             .when((F.col("op") == "d") & F.col("before_raw").isNull(), F.lit("op 'd' without before-image"))
+            .when(F.col("ts_raw").isNotNull() & F.col("_event_ts").isNull(),
+                  F.concat(F.lit("source.ts_ms "), F.col("ts_raw").cast("string"), F.lit(" is not a time in the years 0001-9999")))
             .when((F.col("op") != "t") & F.col("img").isNull(), F.lit("row image is not a JSON object"))
             .when(F.col("op") != "t", key_problem)
         )
+        # Deletes whose before-image lacks an ordering column (see `_ordering_prefix`).
+        ord_missing: Column = F.lit(False)
+        for t in self.tables.values():
+            if t.ordering:
+                lacks = reduce(lambda a, b: a | b, [F.col("img").getItem(c).isNull() for c in t.ordering])
+                ord_missing = F.when(F.col("tbl") == t.source, (F.col("op") == "d") & F.coalesce(lacks, F.lit(True))).otherwise(ord_missing)
+        df = df.withColumn("ord_missing", ord_missing)
         status = F.when(F.col("tombstone"), F.lit("tombstone")).when(reason.isNotNull(), F.lit("dead")).otherwise(F.lit("ok"))
         return df.withColumn("reason", F.when(~F.col("tombstone"), reason)).withColumn("status", status)
 
@@ -246,23 +274,29 @@ class OdsBatchWriter:
             parsed.unpersist()
 
     def _process(self, parsed: DataFrame, batch_id: int, started: datetime) -> BatchResult:
+        """Prepare every table (decode, sequence, truncate), check the dead-letter ratio, then
+        commit table by table: a batch that fails the ratio commits nothing."""
         ok = F.col("status") == "ok"
+        is_t = F.col("op") == "t"
         summary = (
-            parsed.groupBy("status", "reason", "tbl", "schema_hash", (F.col("op") == "t").alias("is_truncate"))
+            parsed.groupBy("status", "reason", "tbl", "schema_hash", is_t.alias("is_truncate"))
             .agg(
                 F.count(F.lit(1)).alias("n"),
                 F.first("schema_raw", ignorenulls=True).alias("schema_raw"),
                 F.min("arrival").alias("first_arrival"),
-                F.max("arrival").alias("last_arrival"),
                 F.array_distinct(F.flatten(F.collect_set(F.when(ok & F.col("schema_raw").isNull(), F.map_keys("img"))))).alias("keys"),
                 F.sum(F.when(F.col("op") == "d", 1).otherwise(0)).alias("deletes"),
+                F.sum(F.col("ord_missing").cast("int")).alias("ord_missing"),
+                # The source position of the table's last truncate in this batch (position, then arrival).
+                F.max(F.when(is_t, F.concat(F.col("pos_seq"), F.col("arrival")))).alias("truncate_at"),
                 F.min("_event_ts").alias("event_ts_min"),
                 F.max("_event_ts").alias("event_ts_max"),
             )
             .collect()
         )
         result = BatchResult(batch_id=batch_id, started_at=started)
-        by_table: dict[str, list] = {}
+        by_table: dict[str, list[Any]] = {}
+        parse_dead: dict[str, int] = {}  # source table -> its events dead-lettered while parsing
         for r in summary:
             result.events += r["n"]
             if r["status"] == "tombstone":
@@ -270,85 +304,109 @@ class OdsBatchWriter:
             elif r["status"] == "dead":
                 result.dead_letter += r["n"]
                 result.dead_reasons[r["reason"]] = result.dead_reasons.get(r["reason"], 0) + r["n"]
+                parse_dead[r["tbl"]] = parse_dead.get(r["tbl"], 0) + r["n"]
             elif r["tbl"] in self.tables:
                 by_table.setdefault(r["tbl"], []).append(r)
-        ratio = self.project.config.ods.max_dead_letter_ratio
-        counted = result.events - result.tombstones
-        if ratio is not None and counted and result.dead_letter / counted > ratio:
-            from framework.errors import IngestFailed
-
-            reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.dead_reasons.items()))
-            raise IngestFailed(
-                f"micro-batch {batch_id}: {result.dead_letter} of {counted} events are bad "
-                f"({result.dead_letter / counted:.1%} > max_dead_letter_ratio {ratio:.1%}); nothing was committed. Reasons: {reasons}",
-                fix="fix the input (see the reasons), or raise ods.max_dead_letter_ratio in lake.yaml, then rerun",
-            )
-        extra_dead: list[DataFrame] = []
-        self._cached: list[DataFrame] = []
-        self._blocked: list[QualityGateError] = []
+        cache: list[DataFrame] = []
+        blocked: list[QualityGateError] = []
         try:
-            for source, rows in sorted(by_table.items()):
-                t = self.tables[source]
-                tr = self._write_table(parsed, t, rows, batch_id, started, extra_dead)
-                result.tables[t.table_name] = tr
-            if result.dead_letter or any(tr.dead_letter for tr in result.tables.values()):
-                self._write_dead_letter(parsed, extra_dead, batch_id)
+            prepared = [self._prepare(parsed, self.tables[s], rows, batch_id, started, cache) for s, rows in sorted(by_table.items())]
+            self._check_dead_letter_ratio(batch_id, result, prepared, parse_dead)
+            for p in prepared:  # the batch's dead letters: parsing, plus each table's own
+                result.dead_letter += p.result.dead_letter
+                for reason, n in p.dead_reasons.items():
+                    result.dead_reasons[reason] = result.dead_reasons.get(reason, 0) + n
+            for p in prepared:
+                self._commit(p, batch_id, cache, blocked)
+                result.tables[p.table.table_name] = p.result
+            dead = [d for p in prepared for d in p.dead]
+            if result.dead_letter:
+                self._write_dead_letter(parsed, dead, batch_id)
         finally:
-            for df in self._cached:
+            for df in cache:
                 df.unpersist()
         result.finished_at = datetime.now(timezone.utc)
-        if self._blocked:
+        if blocked:
             # Raised after the other tables and the dead letter committed: the micro-batch fails,
             # the streaming checkpoint stays before it, and the next run replays it (committed
             # tables and the dead letter recognise the replay by their ods_batch metadata).
-            raise BatchBlocked(batch_id, self._blocked, result)
+            raise BatchBlocked(batch_id, blocked, result)
         return result
 
+    def _check_dead_letter_ratio(self, batch_id: int, result: BatchResult, prepared: list[Prepared], parse_dead: dict[str, int]) -> None:
+        """`ods.max_dead_letter_ratio`, over every dead letter (parsing, decoding, schema changes),
+        for the batch and for each table; raised before any table commits."""
+        ratio = self.project.config.ods.max_dead_letter_ratio
+        if ratio is None:
+            return
+        from framework.errors import IngestFailed
+
+        reasons = dict(result.dead_reasons)
+        for p in prepared:
+            for reason, n in p.dead_reasons.items():
+                reasons[reason] = reasons.get(reason, 0) + n
+        counted = result.events - result.tombstones
+        dead = result.dead_letter + sum(p.result.dead_letter for p in prepared)
+        over = [(f"micro-batch {batch_id}", dead, counted)] if counted and dead / counted > ratio else []
+        for p in prepared:
+            n = p.result.dead_letter + parse_dead.get(p.table.source, 0)
+            total = p.result.events + parse_dead.get(p.table.source, 0)
+            if total and n / total > ratio:
+                over.append((f"{p.table.qualified_name} in micro-batch {batch_id}", n, total))
+        if over:
+            what, n, total = over[0]
+            listed = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
+            raise IngestFailed(
+                f"{what}: {n} of {total} events are bad ({n / total:.1%} > max_dead_letter_ratio {ratio:.1%}); "
+                f"nothing was committed. Reasons: {listed}",
+                fix="fix the input (see the reasons), or raise ods.max_dead_letter_ratio in lake.yaml, then rerun",
+            )
+
     # ------------------------------------------------------------------ per table
-    def _resolve_columns(self, parsed: DataFrame, t: OdsTable, rows: list, st: TableState) -> tuple[dict[str, str], dict[str, dict[str, Decoder]], str | None]:
-        """Target types of the table after this batch, decoders per schema version, or an error."""
+    def _resolve_columns(self, parsed: DataFrame, t: OdsTable, rows: list[Any], st: TableState) -> tuple[dict[str, str], dict[str, dict[str, Decoder]], dict[str, str]]:
+        """Target types of the table after this batch, decoders per schema version ("" for events
+        without a schema block), and the versions the table cannot take with the reason. Versions
+        are taken in arrival order; one the table cannot take is rejected on its own (its events
+        go to the dead letter), the others are written."""
         versions: dict[str, dict[str, Decoder]] = {}
-        seen: dict[str, list[str]] = {}
+        rejected: dict[str, str] = {}
+        keep_wider = t.schema_narrowing == "keep_wider"
+        target = dict(st.columns)
+
+        def take(version: str, dec: dict[str, Decoder]) -> None:
+            candidate = dict(target)
+            for name, d in dec.items():
+                res = merge_batch_types(name, candidate.get(name), [d.spark_type], keep_wider=keep_wider)
+                if res.error:
+                    fix = ("set `schema_narrowing: keep_wider` on the table to keep the wider type" if res.narrowing else
+                           f"the events stay in the dead letter; fix the source, or re-create the table (remove "
+                           f"{self.layout.table(t.qualified_name)} and re-bootstrap it with lake ingest --bootstrap {t.qualified_name})")
+                    rejected[version] = f"incompatible schema change in {t.source}: {res.error} ({fix})"
+                    return
+                assert res.target is not None
+                candidate[name] = res.target
+            versions[version] = dec
+            target.update(candidate)
+
         schemaless_keys: set[str] = set()
         for r in sorted(rows, key=lambda r: r["first_arrival"] or ""):
             if r["is_truncate"]:
                 continue
-            if r["schema_raw"]:
-                try:
-                    cols = row_columns(r["schema_raw"])
-                except SchemaBlockError as e:
-                    return {}, {}, f"unreadable schema block: {e}"
-                dec = {c.name: c.decoder for c in cols}
-                versions[r["schema_hash"]] = dec
-                for name, d in dec.items():
-                    if name in t.columns:
-                        d = decoder_for_sql_type(t.columns[name]) if d.kind == "plain" else d
-                        dec[name] = d
-                    seen.setdefault(name, []).append(d.spark_type)
-            else:
+            if not r["schema_raw"]:
                 schemaless_keys.update(r["keys"] or [])
+                continue
+            try:
+                cols = row_columns(r["schema_raw"])
+            except SchemaBlockError as e:
+                rejected[r["schema_hash"]] = f"unreadable schema block: {e}"
+                continue
+            dec = {c.name: (decoder_for_sql_type(t.columns[c.name]) if c.name in t.columns and c.decoder.kind == "plain" else c.decoder) for c in cols}
+            take(r["schema_hash"], dec)
         if schemaless_keys:
-            dec = {}
             unknown = [k for k in schemaless_keys if k not in st.columns and k not in t.columns]
             inferred = self._infer(parsed, t, unknown) if unknown else {}
-            for k in sorted(schemaless_keys):
-                typ = t.columns.get(k) or st.columns.get(k) or inferred.get(k, "string")
-                dec[k] = decoder_for_sql_type(typ)
-                seen.setdefault(k, []).append(dec[k].spark_type)
-            versions[""] = dec
-        target = dict(st.columns)
-        for name, types in seen.items():
-            res = merge_batch_types(name, st.columns.get(name), types, keep_wider=t.schema_narrowing == "keep_wider")
-            if res.error:
-                fix = (
-                    "set `schema_narrowing: keep_wider` on the table to keep the wider type"
-                    if res.narrowing
-                    else "recreate the ODS table (lake ingest --rebuild) or fix the source"
-                )
-                return {}, {}, f"incompatible schema change in {t.source}: {res.error} ({fix})"
-            assert res.target is not None
-            target[name] = res.target
-        return target, versions, None
+            take("", {k: decoder_for_sql_type(t.columns.get(k) or st.columns.get(k) or inferred.get(k, "string")) for k in sorted(schemaless_keys)})
+        return target, versions, rejected
 
     def _infer(self, parsed: DataFrame, t: OdsTable, keys: list[str]) -> dict[str, str]:
         """Types of new columns of schema-less events, from a sample of their JSON values."""
@@ -358,7 +416,7 @@ class OdsBatchWriter:
             .limit(200)
             .collect()
         )
-        values: dict[str, list] = {k: [] for k in keys}
+        values: dict[str, list[Any]] = {k: [] for k in keys}
         for (raw,) in sample:
             try:
                 obj = json.loads(raw)
@@ -369,31 +427,101 @@ class OdsBatchWriter:
                     values[k].append(obj[k])
         return {k: infer_json_type(v) for k, v in values.items()}
 
-    def _write_table(
-        self, parsed: DataFrame, t: OdsTable, rows: list, batch_id: int, started_at: datetime, extra_dead: list[DataFrame]
-    ) -> TableBatchResult:
+    def _prepare(self, parsed: DataFrame, t: OdsTable, rows: list[Any], batch_id: int, started_at: datetime, cache: list[DataFrame]) -> Prepared:
+        """One table's rows of the batch, ready to commit: typed, sequenced, truncates applied."""
         st = self._state(t)
         n = sum(r["n"] for r in rows)
-        tr = TableBatchResult(table=t.qualified_name, events=n)
+        p = Prepared(t, TableBatchResult(table=t.qualified_name, events=n))
+        tr = p.result
         stamps = [r[c] for r in rows for c in ("event_ts_min", "event_ts_max") if r[c] is not None]
         if stamps:  # source event times (for freshness: event time -> commit time downstream)
             tr.event_ts_min, tr.event_ts_max = (_utc(min(stamps)), _utc(max(stamps)))
+        if st.last_stream == self.stream_id and st.last_batch >= batch_id:
+            # A replay after a crash: this table has the batch already. Checked before anything
+            # else, so a schema change the first run took is not judged again against the table
+            # it produced (spurious dead letters).
+            tr.status = "already_committed"
+            return p
         mine = parsed.where((F.col("tbl") == t.source) & (F.col("status") == "ok"))
-        target, versions, error = self._resolve_columns(parsed, t, rows, st)
-        if error:
-            tr.status = "dead_letter"
-            tr.reason = error
-            tr.dead_letter = n
-            extra_dead.append(mine.withColumn("reason", F.lit(error)))
-            return tr
-        truncates = [r for r in rows if r["is_truncate"]]
-        truncate_at = max((r["last_arrival"] for r in truncates), default=None)
+        target, versions, rejected = self._resolve_columns(parsed, t, rows, st)
+        p.target = target
+        if rejected:
+            version = F.coalesce(F.col("schema_hash"), F.lit(""))
+            reason: Column = F.lit(None).cast("string")
+            for h, why in rejected.items():
+                reason = F.when(version == h, F.lit(why)).otherwise(reason)
+                p.dead_reasons[why] = sum(r["n"] for r in rows if (r["schema_hash"] or "") == h and not r["is_truncate"])
+            p.dead.append(mine.where(version.isin(list(rejected))).withColumn("reason", reason))
+            mine = mine.where(~version.isin(list(rejected)))
+            tr.status, tr.reason = "dead_letter", next(iter(rejected.values()))
+            tr.dead_letter = sum(p.dead_reasons.values())
+        delete_all = self.project.config.ods.truncate == "delete_all"
+        truncate_at = max((r["truncate_at"] for r in rows if r["is_truncate"] and r["truncate_at"]), default=None) if delete_all else None
         events = mine.where(F.col("op") != "t")
-        if truncate_at is not None and self.project.config.ods.truncate == "delete_all":
-            dropped = events.where(F.col("arrival") < F.lit(truncate_at))
-            tr.truncated = dropped.count()
-            events = events.where(F.col("arrival") > F.lit(truncate_at))
-        # Decode every column of the table (missing image keys are NULL: full after-image semantics).
+        decoded = events.select("*", *self._decoded(target, versions)).persist(StorageLevel.MEMORY_AND_DISK)
+        cache.append(decoded)  # decoded once: rows to write and bad rows to dead-letter
+        bad_rows = decoded.where(F.col("_bad").isNotNull())
+        p.dead.append(bad_rows.select(*[c for c in parsed.columns if c != "reason"], F.col("_bad").alias("reason")))
+        good = decoded.where(F.col("_bad").isNull())
+        if st.watermark:
+            # Bootstrap hand-off: events before the dump's position are already in it.
+            older = watermark_older(st.watermark)
+            tr.before_bootstrap = good.where(older).count()
+            good = good.where(~older)
+        path = self.layout.table(t.qualified_name)
+        exists = hudi.table_exists(path)
+        good, prefix, width = self._ordering_prefix(t, target, good, path if exists else None, sum(r["ord_missing"] or 0 for r in rows))
+        # `_seq`: [ordering prefix] · source position (73) · arrival. A truncate turns every row and
+        # event before its position into a delete carrying the truncate's position, so the rows
+        # (and their replays) are gone, while rows newer than it, on a replay, stay.
+        here = F.concat(F.col("pos_seq"), F.col("arrival"))
+        cancelled = here < F.lit(truncate_at) if truncate_at is not None else F.lit(False)
+        out = good.select(
+            *[F.col("_row")[c].alias(c) for c in target],
+            F.when(cancelled, F.lit("t")).otherwise(F.col("op")).alias("_op"),
+            F.col("_event_ts"),
+            F.concat(prefix, F.when(cancelled, F.lit(truncate_at)).otherwise(here)).alias("_seq"),
+            F.lit(started_at).alias("_ingested_at"),
+            (cancelled | (F.col("op") == "d")).alias("_deleted"),
+            F.col("loc").alias("_source"),
+            F.when(cancelled, F.lit(1)).otherwise(F.lit(0)).alias("_lake_truncated"),
+        )
+        if truncate_at is not None and exists:
+            existing = hudi.read(self.spark, path).where(~F.col("_deleted"))
+            older_row = F.substring(F.col("_seq"), width + 1, 10_000) < F.lit(truncate_at)
+            wipe = existing.where(older_row).select(
+                *[F.col(c) if c in existing.columns else F.lit(None).cast(target[c]).alias(c) for c in target],
+                F.lit("t").alias("_op"),
+                F.col("_event_ts"),
+                F.concat(F.substring(F.col("_seq"), 1, width), F.lit(truncate_at)).alias("_seq"),
+                F.lit(started_at).alias("_ingested_at"),
+                F.lit(True).alias("_deleted"),
+                F.lit(f"truncate@batch{batch_id}").alias("_source"),
+                F.lit(2).alias("_lake_truncated"),
+            )
+            out = out.unionByName(wipe)
+        if t.partition_by:
+            pb = t.partition_by
+            fmt = {"day": "yyyy-MM-dd", "month": "yyyy-MM", "year": "yyyy"}[pb.granularity]
+            out = out.withColumn(pb.derived_name, F.date_format(F.col(pb.column).cast("timestamp"), fmt))
+        out = out.persist(StorageLevel.MEMORY_AND_DISK)
+        cache.append(out)
+        for r in out.groupBy("_deleted", "_lake_truncated").count().collect():
+            if r["_lake_truncated"] == 1:
+                tr.truncated += r["count"]
+            if r["_deleted"]:
+                tr.deletes += r["count"]
+            else:
+                tr.upserts += r["count"]
+        for r in bad_rows.groupBy("_bad").count().collect():
+            tr.dead_letter += r["count"]
+            p.dead_reasons[r["_bad"]] = p.dead_reasons.get(r["_bad"], 0) + r["count"]
+        p.rows = out.drop("_lake_truncated")
+        return p
+
+    def _decoded(self, target: dict[str, str], versions: dict[str, dict[str, Decoder]]) -> list[Column]:
+        """`_row`, every column of the table decoded from the row image (a column missing from
+        an image is NULL: full after-image semantics), and `_bad`, why a value cannot be read."""
         data_cols: list[Column] = []
         bad: Column = F.lit(None).cast("string")
         for name, typ in target.items():
@@ -404,98 +532,76 @@ class OdsBatchWriter:
                 value = F.lit(None) if d is None else D.decode(text, d)
                 cond = F.col("schema_hash") == h if h else F.col("schema_hash").isNull()
                 expr = F.when(cond, value) if expr is None else expr.when(cond, value)
-            if expr is None:
-                expr = F.lit(None)
-            typed = expr.cast(typ)
+            typed = (F.lit(None) if expr is None else expr).cast(typ)
             data_cols.append(typed.alias(name))
             bad = F.when(text.isNotNull() & typed.isNull() & F.lit(typ != "string"),
                          F.lit(f"column {name}: value cannot be read as {typ.upper()}")).otherwise(bad)
         # Data columns live in a struct so they cannot clash with message columns (`value`, `op`...).
-        decoded = events.select("*", F.struct(*data_cols).alias("_row"), bad.alias("_bad")).persist(StorageLevel.MEMORY_AND_DISK)
-        self._cached.append(decoded)  # decoded once: rows to write and bad rows to dead-letter
-        bad_rows = decoded.where(F.col("_bad").isNotNull())
-        extra_dead.append(bad_rows.select(*[c for c in parsed.columns if c != "reason"], F.col("_bad").alias("reason")))
-        good = decoded.where(F.col("_bad").isNull())
-        if st.watermark:
-            # Bootstrap hand-off: events before the dump's position are already in it.
-            older = watermark_older(st.watermark)
-            tr.before_bootstrap = good.where(older).count()
-            good = good.where(~older)
-        seq = F.col("pos_seq")
-        if t.ordering:
-            prefix = F.concat(*[D.ordering_prefix(F.col("_row")[c], target.get(c, "string")) for c in t.ordering])
-            seq = F.concat(prefix, seq)
-        seq = F.concat(seq, F.col("arrival"))
-        out = good.select(
-            *[F.col("_row")[c].alias(c) for c in target],
-            F.col("op").alias("_op"),
-            F.col("_event_ts"),
-            seq.alias("_seq"),
-            F.lit(started_at).alias("_ingested_at"),
-            (F.col("op") == "d").alias("_deleted"),
-            F.col("loc").alias("_source"),
+        return [F.struct(*data_cols).alias("_row"), bad.alias("_bad")]
+
+    def _ordering_prefix(self, t: OdsTable, target: dict[str, str], good: DataFrame, path: Path | None, missing: int) -> tuple[DataFrame, Column, int]:
+        """The `_seq` prefix of the configured ordering columns and its width (and `good`, joined
+        to what the prefix needs).
+
+        A delete whose before-image lacks an ordering column (Postgres REPLICA IDENTITY DEFAULT,
+        minimal row images) would sort first and lose to the row it deletes. It takes the
+        greatest prefix its key has, stored or in this batch, so its position decides against
+        those rows, as it does between any two events of one ordering value."""
+        if not t.ordering:
+            return good, F.lit(""), 0
+        types = [target.get(c, "string") for c in t.ordering]
+        prefix = F.concat(*[D.ordering_prefix(F.col("_row")[c], typ) for c, typ in zip(t.ordering, types, strict=True)])
+        width = sum(D.ordering_width(typ) for typ in types)
+        if not missing:
+            return good, prefix, width
+        zeros = F.lit("0" * width)
+        lacking = (F.col("op") == "d") & reduce(lambda a, b: a | b, [F.col("_row")[c].isNull() for c in t.ordering])
+        best = F.max(F.when(~lacking, prefix)).over(Window.partitionBy(*[F.col("_row")[k] for k in t.key]))
+        known = F.coalesce(best, zeros)
+        if path is not None:
+            stored = hudi.read(self.spark, path).select(*[F.col(f"`{k}`").alias(f"_lake_k{i}") for i, k in enumerate(t.key)],
+                                                        F.substring(F.col("_seq"), 1, width).alias("_lake_stored"))
+            on = [F.col("_row")[k].eqNullSafe(F.col(f"_lake_k{i}")) for i, k in enumerate(t.key)]
+            good = good.join(stored, reduce(lambda a, b: a & b, on), "left")
+            known = F.greatest(known, F.coalesce(F.col("_lake_stored"), zeros))
+        return good, F.when(lacking, known).otherwise(prefix), width
+
+    def _commit(self, p: Prepared, batch_id: int, cache: list[DataFrame], blocked: list[QualityGateError]) -> None:
+        """Gate and upsert one prepared table, recording the batch in the same Hudi commit."""
+        t, tr = p.table, p.result
+        if p.rows is None:
+            return
+        status: Literal["ok", "dead_letter"] = "dead_letter" if tr.status == "dead_letter" else "ok"
+        if tr.upserts + tr.deletes == 0:
+            tr.status = status
+            return
+        commit = p.rows
+        if t.checks:
+            gate = check_table(self.spark, self.project, t, p.rows, self.run_id, cache)
+            tr.checks, tr.quarantined = gate.checks, gate.quarantined
+            if gate.error is not None:
+                tr.status, tr.reason = "blocked", f"quality gate: {', '.join(gate.error.failed)} failed"
+                blocked.append(gate.error)
+                return
+            commit = gate.rows
+            tr.upserts -= gate.quarantined
+        opts = hudi.write_options(
+            name=t.table_name,
+            key=t.key,
+            ordering="_seq",
+            partition=t.partition_by.derived_name if t.partition_by else None,
+            table_type=t.type,
+            local=self.local,
+            extra=self.project.config.hudi,
         )
-        path = self.layout.table(t.qualified_name)
-        if truncate_at is not None and self.project.config.ods.truncate == "delete_all" and hudi.table_exists(path):
-            existing = hudi.read(self.spark, path).where(~F.col("_deleted"))
-            wipe = existing.select(
-                *[F.col(c) if c in existing.columns else F.lit(None).cast(target[c]).alias(c) for c in target],
-                F.lit("t").alias("_op"),
-                F.col("_event_ts"),
-                F.concat(F.col("_seq"), F.lit("~")).alias("_seq"),
-                F.lit(started_at).alias("_ingested_at"),
-                F.lit(True).alias("_deleted"),
-                F.lit(f"truncate@batch{batch_id}").alias("_source"),
-            )
-            out = out.unionByName(wipe)
-        if t.partition_by:
-            p = t.partition_by
-            fmt = {"day": "yyyy-MM-dd", "month": "yyyy-MM", "year": "yyyy"}[p.granularity]
-            out = out.withColumn(p.derived_name, F.date_format(F.col(p.column).cast("timestamp"), fmt))
-        out = out.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts = out.groupBy("_deleted").count().collect()
-            for r in counts:
-                if r["_deleted"]:
-                    tr.deletes = r["count"]
-                else:
-                    tr.upserts = r["count"]
-            tr.dead_letter = bad_rows.count()
-            if st.last_stream == self.stream_id and st.last_batch >= batch_id:
-                tr.status = "already_committed"  # a replay after a crash: this table has it
-                return tr
-            if tr.upserts + tr.deletes == 0:
-                tr.status = "ok"
-                return tr
-            commit = out
-            if t.checks:
-                gate = check_table(self.spark, self.project, t, out, self.run_id, self._cached)
-                tr.checks, tr.quarantined = gate.checks, gate.quarantined
-                if gate.error is not None:
-                    tr.status, tr.reason = "blocked", f"quality gate: {', '.join(gate.error.failed)} failed"
-                    self._blocked.append(gate.error)
-                    return tr
-                commit = gate.rows
-                tr.upserts -= gate.quarantined
-            opts = hudi.write_options(
-                name=t.table_name,
-                key=t.key,
-                ordering="_seq",
-                partition=t.partition_by.derived_name if t.partition_by else None,
-                table_type=t.type,
-                local=self.local,
-                extra=self.project.config.hudi,
-            )
-            failpoint("before_table_commit")
-            hudi.write(commit, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)})
-            failpoint("after_table_commit")
-        finally:
-            out.unpersist()
-        st.columns = dict(target)
+        failpoint("before_table_commit")
+        hudi.write(commit, self.layout.table(t.qualified_name), opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)})
+        failpoint("after_table_commit")
+        st = self._state(t)
+        st.columns = dict(p.target)
         st.key = list(t.key)
         st.last_stream, st.last_batch = self.stream_id, batch_id
-        tr.status = "ok"
-        return tr
+        tr.status = status
 
     # ------------------------------------------------------------------ dead letter
     def _write_dead_letter(self, parsed: DataFrame, extra: list[DataFrame], batch_id: int) -> None:

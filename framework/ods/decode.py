@@ -98,6 +98,11 @@ _MIN_US, _MAX_US = -62_135_596_800_000_000, 253_402_300_799_999_999
 _MIN_DAYS, _MAX_DAYS = -719_162, 2_932_896
 
 
+def millis_to_timestamp(ms: Column) -> Column:
+    """TIMESTAMP of epoch milliseconds; NULL outside the years 0001-9999 (Spark would overflow)."""
+    return F.timestamp_millis(_within(ms, _MIN_US // 1000, _MAX_US // 1000))
+
+
 def _within(v: Column, lo: int, hi: int) -> Column:
     """NULL (→ dead letter as unreadable) when out of range, instead of an overflow exception."""
     return F.when((v >= F.lit(lo)) & (v <= F.lit(hi)), v)
@@ -175,6 +180,16 @@ def position_seq(source: Column, ts_ms: Column) -> Column:
         _pad(source["lsn"], 20),
         _pad(F.coalesce(source["ts_ms"], ts_ms), 15),
     )
+
+
+_ORDERING_WIDTH = {"timestamp": 19, "date": 9, "tinyint": 20, "smallint": 20, "int": 20, "bigint": 20}
+
+
+def ordering_width(spark_type: str) -> int:
+    """Characters `ordering_prefix` gives a column of this type."""
+    if spark_type.lower() not in _ORDERING_WIDTH:
+        ordering_prefix(F.lit(None), spark_type)  # raises the error that names the types allowed
+    return _ORDERING_WIDTH[spark_type.lower()]
 
 
 def ordering_prefix(value: Column, spark_type: str) -> Column:

@@ -117,7 +117,7 @@ def test_dead_letter_reasons_and_other_tables_continue(tmp_path: Path, spark: An
     ]
     lp.write_cdc(lines, name="bad.json")
     s = lp.ingest(spark)
-    assert s.dead_letter == 8
+    assert s.dead_letter == 9  # the undecodable value (line 9) counts too
     reasons = {d["loc"]: d["reason"] for d in lp.dead_letters(spark)}
     assert reasons == {
         "cdc/bad.json:1": "malformed JSON",
