@@ -25,6 +25,7 @@ from functools import reduce
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -63,6 +64,22 @@ class Prepared:
     target: dict[str, str] = field(default_factory=dict)  # column types after this batch
     dead: list[DataFrame] = field(default_factory=list)  # events to dead-letter, with `reason`
     dead_reasons: dict[str, int] = field(default_factory=dict)
+    high_water: HighWater | None = None  # the table's after this commit
+
+
+class HighWater(BaseModel):
+    """The greatest binlog position a table has taken (`pos`: file number and position as in
+    `pos_seq`), the server that wrote it and its source time; kept in the commit metadata."""
+
+    server: str
+    pos: str
+    ts_ms: int
+
+
+# A replayed event of the same server may carry a later time than the newest position (a long
+# transaction starts before commits that precede it in the binlog); only a lead of more than this
+# means the server's binlog restarted (RESET MASTER).
+SAME_SERVER_SLACK_MS = 3_600_000
 
 
 @dataclass
@@ -74,6 +91,7 @@ class TableState:
     last_batch: int = -1
     watermark: str | None = None  # bootstrap hand-off position (events at or before it are dropped)
     key: list[str] = field(default_factory=list)  # the key a table without `key:` was created with
+    high_water: HighWater | None = None  # the newest binlog position written, and its server
     loaded: bool = False
 
 
@@ -118,6 +136,8 @@ class OdsBatchWriter:
                     st.watermark = meta["bootstrap_watermark"]
                 if meta.get("ods_key"):
                     st.key = meta["ods_key"].split(",")
+                if meta.get("ods_high_water"):
+                    st.high_water = HighWater.model_validate_json(meta["ods_high_water"])
                 if "ods_stream" in meta:
                     st.last_stream = meta["ods_stream"]
                     st.last_batch = int(meta.get("ods_batch", "-1"))
@@ -157,6 +177,8 @@ class OdsBatchWriter:
             F.concat_ws(".", F.col("src.db"), F.col("src.table")).alias("tbl"),
             F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms")).alias("ts_raw"),
             D.position_seq(F.col("src"), F.col("p.ts_ms")).alias("pos_seq"),
+            D.source_server(F.col("src")).alias("server"),
+            D.binlog_position(D.position_seq(F.col("src"), F.col("p.ts_ms")), F.col("src")).alias("binlog_pos"),
             F.col("env._corrupt").alias("corrupt"),
             F.col("p._corrupt").alias("pcorrupt"),
             (
@@ -458,7 +480,7 @@ class OdsBatchWriter:
         delete_all = self.project.config.ods.truncate == "delete_all"
         truncate_at = max((r["truncate_at"] for r in rows if r["is_truncate"] and r["truncate_at"]), default=None) if delete_all else None
         events = mine.where(F.col("op") != "t")
-        decoded = events.select("*", *self._decoded(target, versions)).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = events.select("*", *self._decoded(target, versions, self._backwards(t, st.high_water))).persist(StorageLevel.MEMORY_AND_DISK)
         cache.append(decoded)  # decoded once: rows to write and bad rows to dead-letter
         bad_rows = decoded.where(F.col("_bad").isNotNull())
         p.dead.append(bad_rows.select(*[c for c in parsed.columns if c != "reason"], F.col("_bad").alias("reason")))
@@ -485,6 +507,8 @@ class OdsBatchWriter:
             (cancelled | (F.col("op") == "d")).alias("_deleted"),
             F.col("loc").alias("_source"),
             F.when(cancelled, F.lit(1)).otherwise(F.lit(0)).alias("_lake_truncated"),
+            F.when(F.col("binlog_pos").isNotNull() & F.col("server").isNotNull() & F.col("ts_raw").isNotNull(),
+                   F.struct(F.col("binlog_pos").alias("pos"), F.col("server"), F.col("ts_raw").alias("ts_ms"))).alias("_lake_hw"),
         )
         if truncate_at is not None and exists:
             existing = hudi.read(self.spark, path).where(~F.col("_deleted"))
@@ -498,6 +522,7 @@ class OdsBatchWriter:
                 F.lit(True).alias("_deleted"),
                 F.lit(f"truncate@batch{batch_id}").alias("_source"),
                 F.lit(2).alias("_lake_truncated"),
+                F.lit(None).cast("struct<pos:string,server:string,ts_ms:bigint>").alias("_lake_hw"),
             )
             out = out.unionByName(wipe)
         if t.partition_by:
@@ -506,7 +531,10 @@ class OdsBatchWriter:
             out = out.withColumn(pb.derived_name, F.date_format(F.col(pb.column).cast("timestamp"), fmt))
         out = out.persist(StorageLevel.MEMORY_AND_DISK)
         cache.append(out)
-        for r in out.groupBy("_deleted", "_lake_truncated").count().collect():
+        p.high_water = st.high_water
+        for r in out.groupBy("_deleted", "_lake_truncated").agg(F.count(F.lit(1)).alias("count"), F.max("_lake_hw").alias("hw")).collect():
+            if r["hw"] is not None and (p.high_water is None or r["hw"]["pos"] > p.high_water.pos):
+                p.high_water = HighWater(server=r["hw"]["server"], pos=r["hw"]["pos"], ts_ms=r["hw"]["ts_ms"])
             if r["_lake_truncated"] == 1:
                 tr.truncated += r["count"]
             if r["_deleted"]:
@@ -516,14 +544,34 @@ class OdsBatchWriter:
         for r in bad_rows.groupBy("_bad").count().collect():
             tr.dead_letter += r["count"]
             p.dead_reasons[r["_bad"]] = p.dead_reasons.get(r["_bad"], 0) + r["count"]
-        p.rows = out.drop("_lake_truncated")
+        p.rows = out.drop("_lake_truncated", "_lake_hw")
         return p
 
-    def _decoded(self, target: dict[str, str], versions: dict[str, dict[str, Decoder]]) -> list[Column]:
+    def _backwards(self, t: OdsTable, hw: HighWater | None) -> Column:
+        """Why an event cannot be ordered by its binlog position (else NULL): it is newer, by its
+        source time, than the table's newest position, yet its position is lower, after a change
+        of server (failover) or a binlog restart (RESET MASTER). Position order would silently
+        let the older rows win; such events go to the dead letter with this reason instead."""
+        if hw is None:
+            return F.lit(None).cast("string")
+        lower = F.col("binlog_pos") < F.lit(hw.pos)
+        other = F.col("server") != F.lit(hw.server)
+        lead = F.col("ts_raw") - F.lit(hw.ts_ms)
+        backwards = F.col("binlog_pos").isNotNull() & F.col("server").isNotNull() & lower & (
+            (other & (lead > 0)) | (~other & (lead > SAME_SERVER_SLACK_MS)))
+        file_no, pos = int(hw.pos[:10]), int(hw.pos[10:])
+        why = (f"binlog position went backwards for {t.source}: the event is newer (source.ts_ms) than the newest one "
+               f"{t.qualified_name} holds (server {hw.server}, binlog file {file_no} position {pos}) but has a lower "
+               "position; after a failover or RESET MASTER positions cannot order events. Fix: re-create the table from a "
+               f"dump taken on the current server (remove {self.layout.table(t.qualified_name)}, then lake ingest --bootstrap "
+               f"{t.qualified_name} --path DUMP --position FILE:POS), or order it by a column the source updates (`ordering:`)")
+        return F.when(backwards, F.lit(why))
+
+    def _decoded(self, target: dict[str, str], versions: dict[str, dict[str, Decoder]], bad: Column) -> list[Column]:
         """`_row`, every column of the table decoded from the row image (a column missing from
-        an image is NULL: full after-image semantics), and `_bad`, why a value cannot be read."""
+        an image is NULL: full after-image semantics), and `_bad`, why the event cannot be taken
+        (`bad`, or a value that cannot be read)."""
         data_cols: list[Column] = []
-        bad: Column = F.lit(None).cast("string")
         for name, typ in target.items():
             text = F.col("img").getItem(name)
             expr: Column | None = None
@@ -534,8 +582,8 @@ class OdsBatchWriter:
                 expr = F.when(cond, value) if expr is None else expr.when(cond, value)
             typed = (F.lit(None) if expr is None else expr).cast(typ)
             data_cols.append(typed.alias(name))
-            bad = F.when(text.isNotNull() & typed.isNull() & F.lit(typ != "string"),
-                         F.lit(f"column {name}: value cannot be read as {typ.upper()}")).otherwise(bad)
+            bad = F.coalesce(bad, F.when(text.isNotNull() & typed.isNull() & F.lit(typ != "string"),
+                                         F.lit(f"column {name}: value cannot be read as {typ.upper()}")))
         # Data columns live in a struct so they cannot clash with message columns (`value`, `op`...).
         return [F.struct(*data_cols).alias("_row"), bad.alias("_bad")]
 
@@ -595,12 +643,16 @@ class OdsBatchWriter:
             extra=self.project.config.hudi,
         )
         failpoint("before_table_commit")
-        hudi.write(commit, self.layout.table(t.qualified_name), opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)})
+        meta = {"ods_stream": self.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)}
+        if p.high_water is not None:
+            meta["ods_high_water"] = p.high_water.model_dump_json()
+        hudi.write(commit, self.layout.table(t.qualified_name), opts, meta)
         failpoint("after_table_commit")
         st = self._state(t)
         st.columns = dict(p.target)
         st.key = list(t.key)
         st.last_stream, st.last_batch = self.stream_id, batch_id
+        st.high_water = p.high_water
         tr.status = status
 
     # ------------------------------------------------------------------ dead letter

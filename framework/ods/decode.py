@@ -49,6 +49,8 @@ SOURCE = T.StructType(
         T.StructField("row", T.LongType()),
         T.StructField("lsn", T.LongType()),
         T.StructField("snapshot", T.StringType()),
+        T.StructField("server_id", T.LongType()),
+        T.StructField("gtid", T.StringType()),
     ]
 )
 JSON_OPTS = {"columnNameOfCorruptRecord": "_corrupt", "mode": "PERMISSIVE"}
@@ -207,3 +209,20 @@ def ordering_prefix(value: Column, spark_type: str) -> Column:
     raise ValueError(
         f"ordering column has type {spark_type.upper()}; use a timestamp, date or integer column"
     )
+
+
+def source_server(source: Column) -> Column:
+    """Which database server wrote an event: MySQL/MariaDB `server_id`, else the server part of
+    its GTID (MySQL `uuid:N` -> uuid, MariaDB `domain-server-seq` -> domain-server); NULL when
+    neither is there (binlog positions are only comparable between events of one server)."""
+    gtid = F.coalesce(source["gtid"], F.lit(""))
+    mysql = F.regexp_extract(gtid, r"^([0-9A-Fa-f-]{36}):", 1)
+    maria = F.regexp_extract(gtid, r"^(\d+-\d+)-\d+$", 1)
+    from_gtid = F.when(mysql != "", F.lower(mysql)).when(maria != "", maria)
+    return F.coalesce(source["server_id"].cast("string"), from_gtid)
+
+
+def binlog_position(pos_seq: Column, source: Column) -> Column:
+    """The binlog file number and position slice of `pos_seq` (30 digits); NULL for events
+    without a binlog file (Postgres, SQL Server, snapshots without a position)."""
+    return F.when(source["file"].isNotNull() & source["pos"].isNotNull(), F.substring(pos_seq, 1, 30))
