@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 META_PREFIX = "_lake_"
+# Commits whose files the cleaner keeps (`hoodie.clean.commits.retained`) unless the project's
+# `hudi:` options say otherwise: how far an incremental reader may lag (HUDI_NOTES §2.5, §3.4).
+CLEAN_RETAINED = 50
 HOODIE_META_COLUMNS = (
     "_hoodie_commit_time",
     "_hoodie_commit_seqno",
@@ -98,7 +101,7 @@ def write_options(
         "hoodie.parquet.bloom.filter.enabled": "false",
         # Downstream models read CDC files: keep them long enough (cleaner retention bounds
         # how far behind an incremental consumer may be; HUDI_NOTES §2.5, §3.4).
-        "hoodie.clean.commits.retained": "50",
+        "hoodie.clean.commits.retained": str(CLEAN_RETAINED),
         "hoodie.keep.min.commits": "60",
         "hoodie.keep.max.commits": "80",
     }
@@ -126,6 +129,15 @@ def write_options(
     return opts
 
 
+def clean_retained(extra: dict[str, str] | None) -> int:
+    """The cleaner retention lake's tables are written with, given the project's `hudi:` options."""
+    extra = extra or {}
+    for k in ("hoodie.clean.commits.retained", "hoodie.cleaner.commits.retained"):
+        if k in extra:
+            return int(extra[k])
+    return CLEAN_RETAINED
+
+
 def write(df: DataFrame, path: Path, options: dict[str, str], commit_meta: dict[str, str]) -> None:
     """Upsert `df` into the table at `path`, recording `commit_meta` in the same commit."""
     opts = dict(options)
@@ -147,6 +159,20 @@ def completed_instants(spark: SparkSession, path: Path) -> list[Instant]:
     tl = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
     out = [Instant(i.requestedTime(), i.getCompletionTime(), i.getAction()) for i in tl.getInstants().toArray()]
     return sorted(out, key=lambda i: i.completed)
+
+
+def earliest_retained(spark: SparkSession, path: Path) -> str | None:
+    """The earliest commit (requested time) the table's latest completed clean kept the files
+    of, or None (never cleaned, or a clean policy that records none). Files written by older
+    commits may be gone: a change read whose range holds such a commit fails."""
+    if not table_exists(path):
+        return None
+    at = _meta_client(spark, path).getActiveTimeline()
+    last = at.getCleanerTimeline().filterCompletedInstants().lastInstant()
+    if not last.isPresent():
+        return None
+    kept = at.readCleanMetadata(last.get()).getEarliestCommitToRetain()
+    return str(kept) if kept else None
 
 
 def last_commit_metadata(spark: SparkSession, path: Path, key_filter: str = META_PREFIX) -> tuple[Instant | None, dict[str, str]]:

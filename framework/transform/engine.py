@@ -34,6 +34,9 @@ from framework.transform.strategy import Aggregate, Analysis, analyze
 from models.records import ModelResult
 
 _views = itertools.count()
+# Upstream commits a model's checkpoint may lag before a build that writes no row commits anyway
+# (empty) to move it (Builder._lagging). Well below the cleaner's default retention (50).
+ADVANCE_AFTER = 10
 
 
 @dataclass
@@ -139,6 +142,14 @@ class Builder:
                     return Plan(m, a, "full", f"checkpoint of {u} ({c}) is older than its timeline ({instants[u][0].completed}): cleaned or archived", end)
                 return Plan(m, a, "full", f"checkpoint of {u} ({c}) is not on its timeline: {u} was rebuilt", end)
             pending[u] = sum(1 for i in instants[u] if i.completed > c)
+            # The cleaner keeps the files of the last `hoodie.clean.commits.retained` commits;
+            # archival drops instants from the timeline only later (keep.min/max.commits). In
+            # between, the checkpoint is on the timeline but the change read would hit cleaned
+            # files and fail at every build: rebuild fully instead.
+            kept = hudi.earliest_retained(self.spark, self.layout.table(u)) if pending[u] else None
+            if kept and any(i.completed > c and i.requested < kept for i in instants[u]):
+                return Plan(m, a, "full", f"checkpoint of {u} ({c}) is older than what the cleaner kept "
+                            f"(earliest retained commit {kept}): cleaned", end)
         if not any(pending.values()):
             return Plan(m, a, "noop", "no upstream commits since the checkpoint", end, ckpt, pending)
         if a.strategy == "full":
@@ -158,6 +169,16 @@ class Builder:
         """The table's last commit already records this plan's checkpoint and the model's fingerprint."""
         ckpt, fp = self.checkpoint(m)
         return ckpt == p.end and fp == m.fingerprint
+
+    def _lagging(self, p: Plan) -> bool:
+        """The checkpoint lags an upstream by so many commits that a build writing no row should
+        still commit (empty) to move it. An empty commit at every such build would cost a commit
+        (0.6-1.2 s measured in test_models_build.py) and give every downstream model an empty
+        change to read at its next build; never committing lets the checkpoint fall behind the
+        upstream's cleaner, and then the next build is a full rebuild (`plan`). So: once it lags
+        by ADVANCE_AFTER commits, or by half the cleaner's retention if that is fewer."""
+        retained = hudi.clean_retained(self.project.config.hudi)
+        return max(p.pending.values(), default=0) >= max(1, min(ADVANCE_AFTER, retained // 2))
 
     def changed_rows(self, p: Plan) -> dict[str, int]:
         """Rows changed per upstream in the plan's range (for `lake plan`)."""
@@ -489,10 +510,11 @@ class Builder:
             final = held(out if deletes is None else out.unionByName(deletes))
             counts = {r["_hoodie_is_deleted"]: r["count"] for r in final.groupBy("_hoodie_is_deleted").count().collect()}
             written, deleted = counts.get(False, 0), counts.get(True, 0)
-            if written + deleted == 0 and exists and (p.mode != "full" or self._recorded(m, p)):
+            if written + deleted == 0 and exists and ((p.mode != "full" and not self._lagging(p)) or self._recorded(m, p)):
                 return 0, 0
             # (A full rebuild that changes no row still commits, empty, when the table's commit
-            # records another fingerprint or checkpoint: else every later build would be full.)
+            # records another fingerprint or checkpoint: else every later build would be full.
+            # So does a build that changes no row once its checkpoint lags far: see _lagging.)
             opts = hudi.write_options(name=m.name.replace(".", "_"), key=["_lake_key"], ordering=None, partition=m.config.partition_by,
                                       table_type="cow", local=self.local, extra=self.project.config.hudi)
             if not exists:

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +240,56 @@ def test_crash_before_model_commit_then_rerun(tmp_path_factory: Any, spark: Any)
     assert not [r for r in res if r.mode == "failed"]
     for model in ("dws.users_by_city", "dwd.orders_enriched", "dwd.vip"):
         assert _rows(spark, crashed, model) == _rows(spark, clean, model), model
+
+
+def test_checkpoint_cleaned_past_rebuilds_and_no_row_builds_advance_it(tmp_path: Path, spark: Any) -> None:
+    """The upstream's cleaner keeps 2 commits, archival 6-8: a checkpoint 4 commits behind is
+    still on the timeline but its change read would hit cleaned files. The build rebuilds fully
+    and says why instead of failing at every build. A model whose filter drops every changed
+    row still moves its checkpoint (an empty commit), so it does not fall behind that far."""
+    small = 'hudi: {hoodie.clean.commits.retained: "2", hoodie.keep.min.commits: "6", hoodie.keep.max.commits: "8"}\n'
+    lp = LakeProject(tmp_path, ODS, lake_extra=small).add_models({
+        "dwd/vip.sql": "select id, city from ods.users where score >= 10",
+        "dwd/rich.sql": "select id, city from ods.users where score >= 1000",
+    })
+    users = lp.layout.table("ods.users")
+    _seed(lp, spark)
+    assert {r.model: r.mode for r in build(spark, lp.project, [], [], incremental=True)} == {"dwd.vip": "full", "dwd.rich": "full"}
+    pos = 100
+
+    def update(score: int) -> None:
+        nonlocal pos
+        pos += 1
+        lp.write_cdc([envelope("u", "shop.users", {"id": 1, "city": "sh", "score": 5}, {"id": 1, "city": "sh", "score": score}, pos=pos)])
+        lp.ingest(spark)
+
+    # No row of dwd.rich changes, but its checkpoint moves to the upstream's latest commit.
+    update(6)
+    res = {r.model: r for r in build(spark, lp.project, ["dwd.rich"], [], incremental=True)}
+    assert (res["dwd.rich"].mode, res["dwd.rich"].rows_written, res["dwd.rich"].rows_deleted) == ("incremental", 0, 0)
+    latest = hudi.completed_instants(spark, users)[-1].completed
+    assert json.loads(hudi.last_commit_metadata(spark, lp.layout.table("dwd.rich"))[1]["ckpt"]) == {"ods.users": latest}
+    assert [r.mode for r in build(spark, lp.project, ["dwd.rich"], [], incremental=True)] == ["noop"]
+    # Four upstream commits without a build: the cleaner (2 commits) passes both checkpoints,
+    # archival (6-8) does not: they are still on the timeline.
+    for score in (7, 8, 30, 9):
+        update(score)
+    vip_ckpt = json.loads(hudi.last_commit_metadata(spark, lp.layout.table("dwd.vip"))[1]["ckpt"])["ods.users"]
+    assert vip_ckpt in {i.completed for i in hudi.completed_instants(spark, users)}
+    planned = {p.model.name: p for p, _ in plan(spark, lp.project, [], [], incremental=True)}
+    for name in ("dwd.vip", "dwd.rich"):
+        assert planned[name].mode == "full", planned[name].reason
+        assert "is older than what the cleaner kept (earliest retained commit" in planned[name].reason, planned[name].reason
+    res = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
+    assert {m: r.mode for m, r in res.items()} == {"dwd.vip": "full", "dwd.rich": "full"}, {m: r.reason for m, r in res.items()}
+    assert _rows(spark, lp, "dwd.vip") == [(2, "bj")]  # user 1 scores 9 now; user 2 scores 12
+    assert _rows(spark, lp, "dwd.rich") == []
+    # What the empty commit costs (a commit of no rows with the checkpoint in its metadata).
+    rich = lp.layout.table("dwd.rich")
+    _inst, meta = hudi.last_commit_metadata(spark, rich)
+    empty = hudi.read(spark, rich).limit(0).drop(*hudi.HOODIE_META_COLUMNS)
+    opts = hudi.write_options(name="dwd_rich", key=["_lake_key"], ordering=None, partition=None, extra=lp.project.config.hudi)
+    for _ in range(3):
+        t0 = time.time()
+        hudi.write(empty, rich, opts, meta)
+        print(f"empty model commit: {time.time() - t0:.2f} s")
