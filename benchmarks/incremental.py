@@ -17,8 +17,8 @@ directory per table size:
 3. per change fraction: bare Debezium envelopes on orders (70 % updates of live ids changing
    amount/qty/status, 20 % inserts, 10 % deletes) at positions in `mysql-bin.000002` (after the
    bootstrap hand-off), ingested with `run_ingest` (not measured); then per model
-   - incremental: `Builder.plan(model, incremental=True)` + `Builder.run(plan)`, wall time;
-   - full: `Builder.plan(model, incremental=False)` + `_full_rows(plan)` written to Spark's `noop`
+   - incremental: `Evaluator.plan(model, incremental=True)` + `Evaluator.run(plan)`, wall time;
+   - full: `Evaluator.plan(model, incremental=False)` + `strategies.full.rows(plan)` written to Spark's `noop`
      sink: everything computed, nothing written, so the full figure excludes the Hudi write (which
      makes full/incremental conservative for lake); the model table is left as the incremental
      build wrote it;
@@ -239,14 +239,14 @@ class Steps:
     WRITE = "Hudi write"
     ORDER = [PLAN, CHANGE_OPEN, CHANGE_READ, OPEN, TYPES, DELTA, FINAL, WRITE]
     LEGEND = {
-        PLAN: "`Builder.plan`: timelines of the upstreams, the model's checkpoint",
+        PLAN: "`Evaluator.plan`: timelines of the upstreams, the model's checkpoint",
         CHANGE_OPEN: "`TableReader.change`: opening Hudi's incremental and CDC queries (lazy: file listing, no rows read)",
         CHANGE_READ: "profile only: the change's before/after/key images persisted and counted before the engine uses them",
         OPEN: "`TableReader.raw`: opening snapshot / time-travel relations of upstreams and of the model's own table",
         TYPES: "`_output_types`: analysis of the plain query over empty inputs",
         DELTA: "Spark actions in the strategy itself; aggregate: `isEmpty` of the merged state = signed delta "
                "GROUP BY + full outer join with the old state rows (+ the change read when not forced)",
-        FINAL: "`_write` up to the Hudi call: persist + count of upserts and deletes (rowwise: filter of the after-images, "
+        FINAL: "`Committer.write` up to the Hudi call: persist + count of upserts and deletes (rowwise: filter of the after-images, "
                "delete scope against the model table; aggregate: finalize + MIN/MAX group recompute; rescan: the affected "
                "keys and the recomputation of the query for them)",
         WRITE: "`hudi.write`: Hudi upsert of the persisted rows (index lookup, file group rewrite, CDC log, commit)",
@@ -275,7 +275,8 @@ class Steps:
 
     def install(self) -> None:
         from framework import hudi
-        from framework.transform import engine, reader
+        from framework.transform import commit, evaluate, reader
+        from framework.transform.strategies import aggregate
 
         def wrap(owner: Any, attr: str, label: str, after: Callable[..., Any] | None = None) -> None:
             original = getattr(owner, attr)
@@ -300,14 +301,21 @@ class Steps:
             self.state_queries += 1
             return out
 
-        wrap(engine.Builder, "plan", self.PLAN)
-        wrap(engine.Builder, "run", "run")
-        wrap(engine.Builder, "_write", self.FINAL)
-        wrap(engine.Builder, "_output_types", self.TYPES)
-        wrap(engine.Builder, "_state_query", "run", count_state)  # counts calls: a 2nd = MIN/MAX recompute
+        wrap(evaluate.Evaluator, "plan", self.PLAN)
+        wrap(evaluate.Evaluator, "run", "run")
+        wrap(commit.Committer, "write", self.FINAL)
+        wrap(aggregate, "_output_types", self.TYPES)
+        wrap(aggregate, "state_query", "run", count_state)  # counts calls: a 2nd = MIN/MAX recompute
         wrap(reader.TableReader, "change", self.CHANGE_OPEN, materialize)
         wrap(reader.TableReader, "raw", self.OPEN)
         wrap(hudi, "write", self.WRITE)
+
+
+def full_rows(builder: Any, p: Any) -> Any:
+    """The model's full computation (not written)."""
+    from framework.transform.strategies import full
+
+    return full.rows(builder.ctx, p)
 
 
 # --------------------------------------------------------------------------- measurements
@@ -378,7 +386,7 @@ class Bench:
 
         from framework.config import load_project
         from framework.ods.bootstrap import run_bootstrap
-        from framework.transform.engine import Builder
+        from framework.transform.evaluate import Evaluator as Builder
         from framework.transform.runner import build, load
 
         make_project(root)
@@ -464,7 +472,7 @@ class Bench:
             # (b) full computation of the same upstream state, not written
             t0, c0 = time.perf_counter(), CpuMark.now()
             fplan = builder.plan(m, incremental=False)
-            builder._full_rows(fplan).write.format("noop").mode("overwrite").save()
+            full_rows(builder, fplan).write.format("noop").mode("overwrite").save()
             full = time.perf_counter() - t0
             full_others = CpuMark.now().cores_since(c0)[1]
             # (c) correctness
@@ -487,7 +495,7 @@ class Bench:
 
         from framework.transform.reader import visible_columns
 
-        full = builder._full_rows(fplan)
+        full = full_rows(builder, fplan)
         cols = visible_columns(full)
         if "_deleted" in full.columns:
             full = full.where("NOT _deleted")
@@ -512,7 +520,7 @@ class Bench:
         """Step profile of the incremental builds (change read forced first), then a real full
         rebuild of the aggregate model, on a copy of the project taken after the ingest."""
         from framework.config import load_project
-        from framework.transform.engine import Builder
+        from framework.transform.evaluate import Evaluator as Builder
         from framework.transform.runner import load
 
         project = load_project(copy_root)
@@ -742,8 +750,8 @@ def markdown_section(results: list[dict[str, Any]]) -> str:
         f"`run_ingest` (not measured) before the builds. {r['products']:,} products, {r['cities']} cities.",
         "- Models: rowwise `dwd.paid_orders` (`where status = 'paid'`), aggregate `dws.sales_by_product` "
         "(count/sum/min/max/avg by pid), rescan `dws.orders_by_city` (orders join users, group by city).",
-        "- Incremental = `Builder.plan(m, incremental=True)` + `Builder.run(plan)`. Full = `Builder.plan(m, incremental=False)` + "
-        "`_full_rows(plan)` written to Spark's `noop` sink: computed, not written, so **the full figure excludes the Hudi write and "
+        "- Incremental = `Evaluator.plan(m, incremental=True)` + `Evaluator.run(plan)`. Full = `Evaluator.plan(m, incremental=False)` + "
+        "`strategies.full.rows(plan)` written to Spark's `noop` sink: computed, not written, so **the full figure excludes the Hudi write and "
         "full/incremental is conservative for lake**. Real full = plan + run of a full rebuild (Hudi write included: what `lake build "
         "<model>` does) of each model on a copy of the project (shutil.copytree after the ingest). Model time only: SparkSession up "
         "and warmed by a tiny project first.",

@@ -175,6 +175,35 @@ def earliest_retained(spark: SparkSession, path: Path) -> str | None:
     return str(kept) if kept else None
 
 
+@dataclass(frozen=True)
+class Timeline:
+    """A table's timeline as planning reads it, from one meta client."""
+
+    instants: tuple[Instant, ...]  # completed data commits, oldest first (by completion time)
+    earliest_retained: str | None  # see `earliest_retained`
+    last_meta: dict[str, str]  # lake extra metadata of the latest completed commit
+
+
+def timeline(spark: SparkSession, path: Path) -> Timeline:
+    """Completed commits, the cleaner's earliest retained commit and the latest commit's lake
+    metadata, in one read of the timeline; empty when the table does not exist."""
+    if not table_exists(path):
+        return Timeline((), None, {})
+    mc = _meta_client(spark, path)
+    at = mc.getActiveTimeline()
+    tl = at.getCommitsTimeline().filterCompletedInstants()
+    instants = tuple(sorted((Instant(i.requestedTime(), i.getCompletionTime(), i.getAction()) for i in tl.getInstants().toArray()),
+                            key=lambda i: i.completed))
+    meta: dict[str, str] = {}
+    last = tl.lastInstant()
+    if last.isPresent():
+        extra = dict(at.readCommitMetadata(last.get()).getExtraMetadata())
+        meta = {str(k)[len(META_PREFIX):]: str(v) for k, v in extra.items() if str(k).startswith(META_PREFIX)}
+    clean = at.getCleanerTimeline().filterCompletedInstants().lastInstant()
+    kept = at.readCleanMetadata(clean.get()).getEarliestCommitToRetain() if clean.isPresent() else None
+    return Timeline(instants, str(kept) if kept else None, meta)
+
+
 def last_commit_metadata(spark: SparkSession, path: Path, key_filter: str = META_PREFIX) -> tuple[Instant | None, dict[str, str]]:
     """The latest completed commit and its lake extra metadata (keys without the prefix)."""
     if not table_exists(path):

@@ -18,12 +18,12 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from framework import hudi
+from framework.columns import visible_columns
 from framework.config import Project
 from framework.errors import QualityGateError
 from framework.paths import Layout
 from framework.quality import evaluate, quarantine, store
 from framework.quality.report import report_dir
-from framework.transform.reader import visible_columns
 from models.config import OdsTable
 from models.records import BatchResult, CheckOutcome, IngestSummary
 

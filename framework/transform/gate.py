@@ -1,7 +1,7 @@
 """The quality gate of a model commit: evaluate the model's checks on the rows about to be
 written and on the table that would result, then block, quarantine or pass.
 
-Called by `Builder._write` between computing the upserts and the Hudi commit. Checks see the
+Called by `Committer.write` (commit.py) between computing the upserts and the Hudi commit. Checks see the
 model's visible columns only; the drop split applies to the full rows (aggregate models carry
 hidden `_lake_*` state). A row a `drop` check rejects is not visible in the model's table: its
 key is treated like a key the query no longer returns (deleted if it was there), so an
@@ -17,12 +17,12 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from framework.columns import lake_key, live, visible_columns
 from framework.config import Project
 from framework.paths import Layout
 from framework.quality import evaluate, quarantine, store
 from framework.quality.report import report_dir
 from framework.transform.held import is_held
-from framework.transform.reader import live, visible_columns
 from models.quality import CheckSpec
 from models.records import CheckOutcome
 
@@ -36,7 +36,7 @@ class GateSummary:
 
 
 class ModelGate:
-    """Evaluates the checks of every model a Builder writes, under one run id."""
+    """Evaluates the checks of every model an Evaluator writes, under one run id."""
 
     def __init__(self, spark: SparkSession, project: Project, layout: Layout, run_id: str) -> None:
         self.spark = spark
@@ -79,9 +79,7 @@ class ModelGate:
         """
         if not checks:
             return out
-        from framework.transform.engine import lake_key
-
-        if not is_held(out):  # writes into an existing table arrive held already (Builder._write)
+        if not is_held(out):  # writes into an existing table arrive held already (Committer.write)
             out = out.persist()
             self._cached.append(out)
         cols = visible_columns(out)

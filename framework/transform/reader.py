@@ -28,18 +28,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from framework import hudi
+from framework.columns import live, visible_columns
 from framework.ods.decode import decimal_from_bytes
 from framework.paths import Layout
-
-HIDDEN = ("_deleted", "_hoodie_is_deleted", "_lake_key")
-
-
-def visible_columns(df: DataFrame) -> list[str]:
-    return [c for c in df.columns if not c.startswith(("_hoodie_", "_lake_")) and c not in HIDDEN]
-
-
-def live(df: DataFrame) -> Column:
-    return ~F.col("_deleted") if "_deleted" in df.columns else F.lit(True)
 
 
 @dataclass

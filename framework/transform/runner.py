@@ -17,8 +17,9 @@ from pyspark.sql import SparkSession
 from framework.config import Project
 from framework.errors import LakeError
 from framework.transform.dag import build_graph, select
-from framework.transform.engine import Builder, Plan
+from framework.transform.evaluate import Evaluator
 from framework.transform.loader import Model, load_models
+from framework.transform.plan import ModelPlan
 from models.records import BUILT_MODES, ModelResult
 
 
@@ -43,7 +44,7 @@ def build(
     the order the models were built."""
     models, g = load(project)
     order = serving_first(g, models, select(g, models, selectors, exclude))
-    builder = Builder(spark, project, models, run_id=run_id)
+    builder = Evaluator(spark, project, models, run_id=run_id)
     results: list[ModelResult] = []
     blocked: set[str] = set()
     for name in order:
@@ -76,7 +77,7 @@ def serving_first(g: nx.DiGraph, models: dict[str, Model], order: list[str]) -> 
     return sorted(order, key=lambda n: (-height[n], pos[n]))
 
 
-def _build_one(builder: Builder, m: Model, incremental: bool) -> ModelResult:
+def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
     """Plan and build one model; any error becomes its failed result (siblings keep building)."""
     try:
         r = builder.run(builder.plan(m, incremental))
@@ -93,11 +94,11 @@ def _build_one(builder: Builder, m: Model, incremental: bool) -> ModelResult:
     return r
 
 
-def plan(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], incremental: bool) -> list[tuple[Plan, dict[str, int]]]:
+def plan(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], incremental: bool) -> list[tuple[ModelPlan, dict[str, int]]]:
     """Each selected model's plan (and pending changed rows), in the order `build` would run them."""
     models, g = load(project)
     order = serving_first(g, models, select(g, models, selectors, exclude))
-    builder = Builder(spark, project, models)
+    builder = Evaluator(spark, project, models)
     out = []
     for name in order:
         p = builder.plan(models[name], incremental)

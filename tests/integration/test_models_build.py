@@ -151,17 +151,17 @@ def test_min_max_holders_decide_the_recompute(tmp_path: Path, spark: Any, monkey
     one of several known holders merges without reading the upstream; retracting the last one, or
     one of an unknown number, recomputes that group only. Tables written before the counts
     existed build incrementally, their counts unknown."""
-    from framework.transform.engine import Builder
+    from framework.transform.strategies import aggregate
 
     lp = LakeProject(tmp_path, ODS).add_models({"dws/score_range.sql": "select city, min(score) as lo, max(score) as hi from ods.users group by city"})
     recomputed: list[list[tuple]] = []
-    real = Builder._rows_of_groups
+    real = aggregate._rows_of_groups
 
-    def spy(self: Builder, a: Any, key: list[str], upstream: Any, groups: Any) -> Any:
+    def spy(a: Any, key: list[str], upstream: Any, groups: Any) -> Any:
         recomputed.append(sorted(tuple(r) for r in groups.drop("_lake_key").collect()))
-        return real(self, a, key, upstream, groups)
+        return real(a, key, upstream, groups)
 
-    monkeypatch.setattr(Builder, "_rows_of_groups", spy)
+    monkeypatch.setattr(aggregate, "_rows_of_groups", spy)
     path = lp.layout.table("dws.score_range")
 
     def state() -> list[tuple]:

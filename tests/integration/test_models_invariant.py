@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from chispa import assert_approx_df_equality
+from framework.transform.engine import Builder, lake_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from framework.demo_data import Simulator
-from framework.transform.engine import Builder, lake_key
 from framework.transform.reader import visible_columns
 from framework.transform.runner import build, load
 from tests.conftest import REPO

@@ -1,0 +1,158 @@
+"""Committing a model build: the rows that differ, the deletes, the quality gate and one Hudi
+commit that carries the model's checkpoint and fingerprint.
+
+A model's progress — for each upstream the completion time of the last instant consumed, and the
+model's fingerprint — is written into the extra metadata of the same Hudi commit that writes its
+data, so a crash leaves either the old commit or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from framework import hudi
+from framework.columns import lake_key, visible_columns
+from framework.config import Project
+from framework.faults import failpoint
+from framework.paths import Layout
+from framework.transform.gate import ModelGate
+from framework.transform.held import Held
+from framework.transform.loader import Model
+from framework.transform.plan import ModelPlan
+from framework.transform.reader import TableReader
+from framework.transform.strategy import Analysis
+
+# Upstream commits a model's checkpoint may lag before a build that writes no row commits anyway
+# (empty) to move it (Committer._lagging). Well below the cleaner's default retention (50).
+ADVANCE_AFTER = 10
+
+
+class Committer:
+    """Writes model builds into their Hudi tables, gated, with their checkpoints."""
+
+    def __init__(self, spark: SparkSession, project: Project, layout: Layout, reader: TableReader, gate: ModelGate) -> None:
+        self.spark = spark
+        self.project = project
+        self.layout = layout
+        self.reader = reader
+        self.gate = gate
+        self.local = project.config.spark.master.startswith("local")
+
+    def write(self, p: ModelPlan, rows: DataFrame, scope: DataFrame | None, scope_col: str = "_lake_key") -> tuple[int, int]:
+        """Upsert `rows`; delete target rows inside `scope` (None: the whole table) not in `rows`.
+        Without a key, a row's key is all its visible columns (set semantics). Without a scope
+        (full rebuilds and recomputes: every row of the model), rows equal to the table's row of
+        their key (every column, NULL-safe) are not written, so the commit and its CDC stay as
+        small as the change and downstream models read only that."""
+        m, a = p.model, p.analysis
+        key = list(a.key or ()) or visible_columns(rows)
+        path = self.layout.table(m.name)
+        out = rows.withColumn("_lake_key", lake_key(key))
+        if "_deleted" not in out.columns:
+            out = out.withColumn("_deleted", F.lit(False))
+        gone = None
+        if "_lake_rows" in out.columns:  # aggregate: groups whose count reached 0 are deleted
+            gone = out.where("_lake_rows <= 0").select("_lake_key")
+            out = out.where("_lake_rows > 0")
+        out = out.withColumn("_hoodie_is_deleted", F.lit(False))
+        exists = hudi.table_exists(path)
+        held = Held()
+        try:
+            # Into an existing table, the rows are used twice or more (upserts, the anti-join that
+            # finds the deletes, the diff): keep them rather than evaluate the model's query again.
+            if exists:
+                out = held(out)
+            # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
+            # are deleted below like any key the query no longer returns.
+            if m.config.checks:
+                out = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
+            deletes = None
+            if exists:
+                out, deletes = self._diff(m, out, scope, scope_col, gone)
+            final = held(out if deletes is None else out.unionByName(deletes))
+            return self._commit(p, a, final, exists)
+        finally:
+            held.release()
+            self.gate.release()
+
+    def _diff(self, m: Model, out: DataFrame, scope: DataFrame | None, scope_col: str, gone: DataFrame | None) -> tuple[DataFrame, DataFrame]:
+        """Into an existing table: the delete records of keys in `scope` the rows no longer hold
+        (and of `gone` groups), and, without a scope, only the rows that differ from the table."""
+        # Delete records need the key (and partition path) only: read just those columns.
+        full_target = self.reader.raw(m.name)
+        required = {f.name for f in full_target.schema.fields if not f.nullable}
+        kept = ["_lake_key"] + ([m.config.partition_by] if m.config.partition_by else [])
+        if any(t.startswith(("array", "map", "struct")) for c, t in full_target.dtypes if c in required):
+            kept = full_target.columns  # no typed zero for a required nested column: carry the row
+        target = full_target.select(*[f"`{c}`" for c in dict.fromkeys(kept + ([scope_col] if scope is not None else []))])
+        candidates = target if scope is None else target.join(scope, scope_col, "left_semi")
+        vanished = candidates.join(out.select("_lake_key"), "_lake_key", "left_anti")
+        if gone is not None:
+            vanished = vanished.unionByName(target.join(gone, "_lake_key", "left_semi")).dropDuplicates(["_lake_key"])
+        deletes = vanished.select(*[F.col(c) if c in vanished.columns else _filler(t, c in required).alias(c) for c, t in out.dtypes if c != "_hoodie_is_deleted"],
+                                  F.lit(True).alias("_hoodie_is_deleted"))
+        return (_changed_rows(out, full_target) if scope is None else out), deletes
+
+    def _commit(self, p: ModelPlan, a: Analysis, final: DataFrame, exists: bool) -> tuple[int, int]:
+        m = p.model
+        counts = {r["_hoodie_is_deleted"]: r["count"] for r in final.groupBy("_hoodie_is_deleted").count().collect()}
+        written, deleted = counts.get(False, 0), counts.get(True, 0)
+        if written + deleted == 0 and exists and ((p.mode != "full" and not self._lagging(p)) or self._recorded(p)):
+            return 0, 0
+        # (A full rebuild that changes no row still commits, empty, when the table's commit
+        # records another fingerprint or checkpoint: else every later build would be full.
+        # So does a build that changes no row once its checkpoint lags far: see _lagging.)
+        opts = hudi.write_options(name=m.name.replace(".", "_"), key=["_lake_key"], ordering=None, partition=m.config.partition_by,
+                                  table_type="cow", local=self.local, extra=self.project.config.hudi)
+        if not exists:
+            opts["hoodie.datasource.write.operation"] = "insert"
+        meta = {"ckpt": json.dumps(dict(p.end), sort_keys=True), "fingerprint": m.fingerprint, "strategy": a.strategy, "mode": p.mode}
+        failpoint("before_model_commit")
+        hudi.write(final, self.layout.table(m.name), opts, meta)
+        failpoint("after_model_commit")
+        return written, deleted
+
+    def _recorded(self, p: ModelPlan) -> bool:
+        """The table's last commit already records this plan's checkpoint and the model's fingerprint."""
+        _inst, meta = hudi.last_commit_metadata(self.spark, self.layout.table(p.model.name))
+        return "ckpt" in meta and json.loads(meta["ckpt"]) == dict(p.end) and meta.get("fingerprint") == p.model.fingerprint
+
+    def _lagging(self, p: ModelPlan) -> bool:
+        """The checkpoint lags an upstream by so many commits that a build writing no row should
+        still commit (empty) to move it. An empty commit at every such build would cost a commit
+        (0.6-1.2 s measured in test_models_build.py) and give every downstream model an empty
+        change to read at its next build; never committing lets the checkpoint fall behind the
+        upstream's cleaner, and then the next build is a full rebuild (`plan`). So: once it lags
+        by ADVANCE_AFTER commits, or by half the cleaner's retention if that is fewer."""
+        retained = hudi.clean_retained(self.project.config.hudi)
+        return max(p.pending.values(), default=0) >= max(1, min(ADVANCE_AFTER, retained // 2))
+
+
+def _changed_rows(out: DataFrame, target: DataFrame) -> DataFrame:
+    """The rows of `out` that the table does not hold exactly (NULL-safe on every column). When
+    the columns differ (one added, dropped or retyped: the model changed) or a column is a map
+    (not comparable in Spark), every row counts as changed, so every row is rewritten."""
+    cols = [c for c in out.columns if c != "_hoodie_is_deleted"]
+    stored = {"tinyint": "int", "smallint": "int"}  # Avro has no 8/16-bit ints: Hudi stores them as int
+    mine = {c: stored.get(t, t) for c, t in out.dtypes}
+    theirs = {c: stored.get(t, t) for c, t in target.dtypes if not c.startswith("_hoodie_")}
+    if {c: mine[c] for c in cols} != theirs or any("map<" in t for t in mine.values()):
+        return out
+    o, t = out.alias("_o"), target.select(*[f"`{c}`" for c in cols]).alias("_t")
+    same = [F.col(f"_o.`{c}`").eqNullSafe(F.col(f"_t.`{c}`")) for c in cols]
+    return o.join(t, same, "left_anti")
+
+
+def _filler(sql_type: str, required: bool) -> Column:
+    """A value for a column of a delete record (Hudi needs only its key and partition): NULL, or a
+    typed zero where the table's schema does not allow NULL (Avro would refuse the record)."""
+    if not required:
+        return F.lit(None).cast(sql_type)
+    if sql_type == "date":
+        return F.lit("1970-01-01").cast("date")
+    if sql_type in ("string", "binary"):
+        return F.lit("").cast(sql_type)
+    return F.lit(0).cast(sql_type)

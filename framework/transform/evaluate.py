@@ -1,0 +1,76 @@
+"""Executing plans: each model's plan runs its strategy (framework/transform/strategies/) and
+commits through one Committer; the result is the model's ModelResult, quality outcomes included."""
+
+from __future__ import annotations
+
+import time
+
+from pyspark.sql import SparkSession
+
+from framework import hudi
+from framework.config import Project
+from framework.errors import LakeError
+from framework.history import new_run_id
+from framework.paths import Layout
+from framework.transform import strategies
+from framework.transform.analyses import Analyses
+from framework.transform.commit import Committer
+from framework.transform.context import BuildContext
+from framework.transform.gate import ModelGate
+from framework.transform.loader import Model
+from framework.transform.plan import BuildLimits, ModelPlan, PlanError, needs_sizes, plan_model
+from framework.transform.reader import TableReader
+from framework.transform.state import read_state
+from models.records import ModelResult
+
+
+def ods_keys(spark: SparkSession | None, project: Project, layout: Layout) -> dict[str, tuple[str, ...]]:
+    """Every ODS table's key: its YAML's, or (declared without `key:`, Kafka source) the one its
+    Hudi table was created with (read only when such a table exists, which needs Spark)."""
+    out = {}
+    for t in project.ods_tables:
+        path = layout.table(t.qualified_name)
+        if t.key or spark is None or not hudi.table_exists(path):
+            out[t.qualified_name] = tuple(t.key)
+        else:
+            out[t.qualified_name] = tuple(hudi.record_key(spark, path))
+    return out
+
+
+class Evaluator:
+    """Plans and builds models one at a time on one session, under one run id."""
+
+    def __init__(self, spark: SparkSession, project: Project, models: dict[str, Model], run_id: str | None = None) -> None:
+        self.spark = spark
+        self.project = project
+        self.models = models
+        self.layout = Layout(project.warehouse)
+        self.reader = TableReader(spark, self.layout)
+        # Quality checks run before each commit; results and quarantined rows carry the run id.
+        self.gate = ModelGate(spark, project, self.layout, run_id or new_run_id())
+        self.analyses = Analyses(models, ods_keys(spark, project, self.layout))
+        self.limits = BuildLimits(project.config.build.recompute_below_mib)
+        committer = Committer(spark, project, self.layout, self.reader, self.gate)
+        self.ctx = BuildContext(spark, self.reader, committer, self.analyses.key_of)
+
+    def plan(self, m: Model, incremental: bool) -> ModelPlan:
+        """`m`'s plan from the state of its tables now (after the upstreams built before it)."""
+        sized = m.upstreams if needs_sizes(m, self.limits) else ()
+        state = read_state(self.spark, self.layout, m.upstreams, [m.name], sized)
+        try:
+            return plan_model(m, self.analyses.of(m), state, incremental, self.limits)
+        except PlanError as e:
+            raise LakeError(str(e), fix=e.fix) from e
+
+    def changed_rows(self, p: ModelPlan) -> dict[str, int]:
+        """Rows changed per upstream in the plan's range (for `lake plan`)."""
+        return {u: self.reader.incremental(u, p.begin[u], p.end[u], cdc=False).count() for u, n in p.pending.items() if n and p.begin.get(u)}
+
+    def run(self, p: ModelPlan) -> ModelResult:
+        t0 = time.time()
+        res = ModelResult(model=p.model.name, strategy=p.analysis.strategy, mode=p.mode, reason=p.reason, upstream=dict(p.end))
+        if p.mode == "noop":
+            return res
+        res.rows_written, res.rows_deleted = strategies.for_plan(p)(self.ctx, p)
+        res.seconds = round(time.time() - t0, 3)
+        return res

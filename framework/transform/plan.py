@@ -1,0 +1,149 @@
+"""Planning a build: what each selected model will do and why, from a frozen :class:`State`.
+
+Pure functions over data (no Spark, no I/O): `make_plan` turns the models, their analyses and
+what Hudi knows about their tables into a tuple of :class:`ModelPlan`, in build order. The state
+is read once per selection by `framework/transform/state.py`; `lake plan` prints the result and
+the evaluator (`framework/transform/evaluate.py`) executes it, re-planning a model whose
+upstreams it has just built (their new commits are part of what that model reads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from framework.hudi import Instant
+from framework.transform.loader import Model
+from framework.transform.strategy import Analysis
+
+Mode = Literal["full", "incremental", "recompute", "noop"]
+
+
+@dataclass(frozen=True)
+class UpstreamState:
+    """What Hudi knows about a table a model reads."""
+
+    instants: tuple[Instant, ...]  # completed data commits, oldest first (by completion time)
+    earliest_retained: str | None = None  # requested time of the oldest commit the cleaner kept
+    size_bytes: int = 0  # latest file slices (hudi.table_bytes); 0 when not read
+
+
+@dataclass(frozen=True)
+class TargetState:
+    """What the last commit of a model's own table records."""
+
+    checkpoint: Mapping[str, str] | None = None  # upstream -> completion time consumed
+    fingerprint: str | None = None
+
+
+@dataclass(frozen=True)
+class State:
+    """Everything planning needs, read at one moment."""
+
+    upstreams: Mapping[str, UpstreamState] = field(default_factory=dict)
+    targets: Mapping[str, TargetState] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BuildLimits:
+    """The settings that choose between a recompute and a strategy."""
+
+    recompute_below_mib: float  # project-wide `build.recompute_below_mib`
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One model's part of a plan."""
+
+    model: Model
+    analysis: Analysis
+    mode: Mode
+    reason: str
+    end: Mapping[str, str]  # upstream -> completion time to read as of
+    begin: Mapping[str, str] = field(default_factory=dict)  # upstream -> checkpoint completion time
+    pending: Mapping[str, int] = field(default_factory=dict)  # upstream -> commits since the checkpoint
+
+
+class PlanError(ValueError):
+    """A model cannot be planned (an upstream has no data yet); `fix` says what to do."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+
+def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incremental: bool, limits: BuildLimits) -> tuple[ModelPlan, ...]:
+    """Plans of `models` (already in build order) against one state."""
+    return tuple(plan_model(m, a, state, incremental, limits) for m, a in models)
+
+
+def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:
+    """The mode of one model and why: full (asked for, or the checkpoint cannot serve), noop
+    (nothing new upstream), recompute (small upstreams, or the `full` strategy) or incremental."""
+    end: dict[str, str] = {}
+    for u in m.upstreams:
+        up = state.upstreams.get(u)
+        if up is None or not up.instants:
+            raise PlanError(f"{m.name} reads {u}, which has no data yet", fix=f"build or ingest {u} first (lake build +{m.name} builds ancestors)")
+        end[u] = up.instants[-1].completed
+    if not incremental:
+        return ModelPlan(m, a, "full", "full build requested", end)
+    target = state.targets.get(m.name, TargetState())
+    ckpt = target.checkpoint
+    if ckpt is None:
+        return ModelPlan(m, a, "full", "no checkpoint: first build", end)
+    if target.fingerprint != m.fingerprint:
+        return ModelPlan(m, a, "full", f"the model changed (fingerprint {target.fingerprint} → {m.fingerprint})", end)
+    pending: dict[str, int] = {}
+    for u in m.upstreams:
+        c = ckpt.get(u)
+        if c is None:
+            return ModelPlan(m, a, "full", f"no checkpoint for upstream {u}", end)
+        up = state.upstreams[u]
+        reason = _unusable(u, c, up)
+        if reason:
+            return ModelPlan(m, a, "full", reason, end)
+        pending[u] = sum(1 for i in up.instants if i.completed > c)
+    begin = dict(ckpt)
+    if not any(pending.values()):
+        return ModelPlan(m, a, "noop", "no upstream commits since the checkpoint", end, begin, pending)
+    if a.strategy == "full":
+        return ModelPlan(m, a, "recompute", f"{a.reason}; only the rows that differ from the table are written", end, begin, pending)
+    own = m.config.recompute_below_mib
+    limit = limits.recompute_below_mib if own is None else own
+    setting = "build.recompute_below_mib" if own is None else f"recompute_below_mib in {m.stem}.yaml"
+    if limit > 0:
+        size = sum(state.upstreams[u].size_bytes for u in m.upstreams)
+        if size <= limit * 2**20:
+            reason = (f"upstreams hold {_mib(size)} (≤ {setting}: {limit:g} MiB): recomputing and writing only "
+                      f"the rows that differ is cheaper than the {a.strategy} strategy at this size")
+            return ModelPlan(m, a, "recompute", reason, end, begin, pending)
+    return ModelPlan(m, a, "incremental", a.reason, end, begin, pending)
+
+
+def _unusable(u: str, c: str, up: UpstreamState) -> str | None:
+    """Why the checkpoint `c` of upstream `u` cannot start a change read, or None."""
+    done = {i.completed for i in up.instants}
+    if c not in done:
+        if c < up.instants[0].completed:
+            return f"checkpoint of {u} ({c}) is older than its timeline ({up.instants[0].completed}): cleaned or archived"
+        return f"checkpoint of {u} ({c}) is not on its timeline: {u} was rebuilt"
+    # The cleaner keeps the files of the last `hoodie.clean.commits.retained` commits; archival
+    # drops instants from the timeline only later (keep.min/max.commits). In between, the
+    # checkpoint is on the timeline but the change read would hit cleaned files and fail at
+    # every build: rebuild fully instead.
+    kept = up.earliest_retained
+    if kept and any(i.completed > c and i.requested < kept for i in up.instants):
+        return f"checkpoint of {u} ({c}) is older than what the cleaner kept (earliest retained commit {kept}): cleaned"
+    return None
+
+
+def needs_sizes(m: Model, limits: BuildLimits) -> bool:
+    """Whether planning `m` may compare its upstreams' sizes (a file listing per upstream)."""
+    own = m.config.recompute_below_mib
+    return (limits.recompute_below_mib if own is None else own) > 0
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 / 10 else f"{n / 1024:.0f} KiB"
