@@ -1,0 +1,121 @@
+"""Planning is a pure function of a hand-made State: every mode and reason, no Spark."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from framework.hudi import Instant
+from framework.transform.loader import Model
+from framework.transform.plan import (
+    BuildLimits,
+    PlanError,
+    State,
+    TargetState,
+    UpstreamState,
+    make_plan,
+    plan_model,
+)
+from framework.transform.strategy import Analysis
+from models.config import ModelConfig
+
+REPO = Path(__file__).resolve().parents[2]
+AGG = Analysis("aggregate", "GROUP BY of one upstream", ("ods.user",), ("device_model",))
+FULL = Analysis("full", "window function: full rebuild", ("ods.user",), None)
+LIMITS = BuildLimits(recompute_below_mib=0)
+
+
+def model(fingerprint: str = "fp1", **cfg: object) -> Model:
+    return Model("dws.user_agg", "dws", "user_agg", "sql", Path("layers/dws/user_agg.sql"), ModelConfig(**cfg),  # type: ignore[arg-type]
+                 "select count(1) as num, device_model from ods.user group by device_model", ("ods.user",), fingerprint)
+
+
+def commits(*times: str) -> tuple[Instant, ...]:
+    """Completed commits requested one unit before they completed."""
+    return tuple(Instant(str(int(t) - 1), t, "commit") for t in times)
+
+
+def state(instants: tuple[Instant, ...], ckpt: str | None = None, fingerprint: str = "fp1", retained: str | None = None, size: int = 0) -> State:
+    target = TargetState({"ods.user": ckpt}, fingerprint) if ckpt else TargetState()
+    return State({"ods.user": UpstreamState(instants, retained, size)}, {"dws.user_agg": target})
+
+
+def test_full_when_asked() -> None:
+    p = plan_model(model(), AGG, state(commits("10", "20"), ckpt="20"), incremental=False, limits=LIMITS)
+    assert (p.mode, p.reason, dict(p.end)) == ("full", "full build requested", {"ods.user": "20"})
+
+
+def test_first_build_has_no_checkpoint() -> None:
+    p = plan_model(model(), AGG, state(commits("10")), incremental=True, limits=LIMITS)
+    assert (p.mode, p.reason) == ("full", "no checkpoint: first build")
+
+
+def test_changed_fingerprint_rebuilds() -> None:
+    p = plan_model(model("fp2"), AGG, state(commits("10", "20"), ckpt="10"), incremental=True, limits=LIMITS)
+    assert p.mode == "full" and "fingerprint fp1 → fp2" in p.reason
+
+
+def test_nothing_new_is_a_noop() -> None:
+    p = plan_model(model(), AGG, state(commits("10", "20"), ckpt="20"), incremental=True, limits=LIMITS)
+    assert (p.mode, dict(p.pending), dict(p.begin)) == ("noop", {"ods.user": 0}, {"ods.user": "20"})
+
+
+def test_pending_commits_run_the_strategy() -> None:
+    p = plan_model(model(), AGG, state(commits("10", "20", "30"), ckpt="10"), incremental=True, limits=LIMITS)
+    assert (p.mode, p.reason, dict(p.pending)) == ("incremental", AGG.reason, {"ods.user": 2})
+
+
+def test_checkpoint_archived_or_rebuilt() -> None:
+    archived = plan_model(model(), AGG, state(commits("30", "40"), ckpt="10"), incremental=True, limits=LIMITS)
+    assert archived.mode == "full" and "older than its timeline" in archived.reason
+    rebuilt = plan_model(model(), AGG, state(commits("30", "40"), ckpt="35"), incremental=True, limits=LIMITS)
+    assert rebuilt.mode == "full" and "was rebuilt" in rebuilt.reason
+
+
+def test_checkpoint_cleaned_past() -> None:
+    """On the timeline, but the cleaner kept only commits requested from 29 on: the commit
+    completed at 20 (requested 19) that the change read needs has lost its files."""
+    p = plan_model(model(), AGG, state(commits("10", "20", "30"), ckpt="10", retained="29"), incremental=True, limits=LIMITS)
+    assert p.mode == "full" and "cleaner kept (earliest retained commit 29): cleaned" in p.reason
+    ok = plan_model(model(), AGG, state(commits("10", "20", "30"), ckpt="10", retained="19"), incremental=True, limits=LIMITS)
+    assert ok.mode == "incremental"
+
+
+def test_recompute_below_a_size_project_wide_and_per_model() -> None:
+    small = state(commits("10", "20"), ckpt="10", size=80 * 1024)
+    p = plan_model(model(), AGG, small, incremental=True, limits=BuildLimits(256))
+    assert p.mode == "recompute" and "upstreams hold 80 KiB (≤ build.recompute_below_mib: 256 MiB)" in p.reason
+    own = plan_model(model(recompute_below_mib=0), AGG, small, incremental=True, limits=BuildLimits(256))
+    assert own.mode == "incremental"
+    big = plan_model(model(), AGG, state(commits("10", "20"), ckpt="10", size=300 * 2**20), incremental=True, limits=BuildLimits(256))
+    assert big.mode == "incremental"
+
+
+def test_full_strategy_recomputes_in_incremental_runs() -> None:
+    p = plan_model(model(), FULL, state(commits("10", "20"), ckpt="10"), incremental=True, limits=LIMITS)
+    assert p.mode == "recompute" and p.reason.startswith("window function")
+
+
+def test_upstream_without_data_is_an_error_with_a_fix() -> None:
+    with pytest.raises(PlanError, match="reads ods.user, which has no data yet") as e:
+        plan_model(model(), AGG, State({"ods.user": UpstreamState(())}, {}), incremental=True, limits=LIMITS)
+    assert "lake build +dws.user_agg" in e.value.fix
+
+
+def test_whole_selection_in_order() -> None:
+    plans = make_plan([(model(), AGG), (model(), AGG)], state(commits("10"), ckpt="10"), incremental=True, limits=LIMITS)
+    assert [p.mode for p in plans] == ["noop", "noop"]
+
+
+@pytest.mark.parametrize("module", ["framework.transform.plan", "framework.transform.dag", "framework.transform.strategy",
+                                    "framework.transform.loader", "framework.transform.analyses", "framework.transform.lineage",
+                                    "framework.config", "framework.transform.state"])
+def test_core_modules_import_no_spark_or_great_expectations(module: str) -> None:
+    """The boundary: config, DAG, selection, strategy inference and planning load without a JVM
+    library (so `lake dag`, `lake lineage` and `lake plan` of an unbuilt project start fast)."""
+    code = f"import sys, {module}; bad = [m for m in ('pyspark', 'great_expectations', 'py4j') if m in sys.modules]; assert not bad, bad"
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
