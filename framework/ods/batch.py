@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,6 +40,7 @@ from framework.ods.envelope import (
 )
 from framework.ods.evolution import merge_batch_types, normalize
 from framework.ods.gate import BatchBlocked, check_table
+from framework.ods.routing import auto_table_name
 from framework.paths import Layout
 from models.config import OdsTable
 from models.records import BatchResult, TableBatchResult
@@ -191,15 +191,21 @@ class OdsBatchWriter:
         env = F.from_json(F.col("value"), D.ENVELOPE, D.JSON_OPTS)
         src = F.coalesce(F.from_json(env["payload"], D.PAYLOAD)["source"], env["source"])
         s = F.from_json(src, D.SOURCE)
-        found = msgs.select(F.concat_ws(".", s["db"], s["table"]).alias("tbl")).where("tbl LIKE '%_._%'").distinct().collect()
+        found = (
+            msgs.select(F.concat_ws(".", s["db"], s["table"]).alias("tbl"), s["db"].alias("db"), s["table"].alias("table"))
+            .where((F.length("db") > 0) & (F.length("table") > 0))
+            .distinct()
+            .collect()
+        )
         names = {t.table_name for t in self.project.ods_tables} | {t.table_name for t in self.tables.values()}
-        for (tbl,) in found:
+        # Sorted: within a batch the names do not depend on the order Spark returns the rows.
+        for tbl, db, table in sorted((r["tbl"], r["db"], r["table"]) for r in found):
             if tbl in self.all_sources:
                 continue
-            db, table = tbl.split(".", 1)
-            name = re.sub(r"[^a-z0-9_]", "_", table.lower())
-            if name in names:
-                name = re.sub(r"[^a-z0-9_]", "_", f"{db}_{table}".lower())
+            name = auto_table_name(tbl, db, table, names)
+            if name is None:  # undeclared: its events go to the dead letter as such
+                log.warning("auto_create: no ODS table for %s: a `.` in its db or table name", tbl)
+                continue
             t = OdsTable(source=tbl, name=name, key=list(auto.key), type=auto.type)
             self.tables[tbl] = t
             self.all_sources.add(tbl)
