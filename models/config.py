@@ -233,6 +233,8 @@ class PartitionBy(StrictModel):
 class OdsTable(StrictModel):
     """One CDC source table and the ODS Hudi table it lands in."""
 
+    # `db.table`, or `db.schema.table` for a schema other than the default `public`/`dbo` of
+    # Postgres/SQL Server (framework/ods/routing.py).
     source: str
     name: str | None = None
     # Record key columns. Empty only with the Kafka source: then the message key gives them.
@@ -252,8 +254,11 @@ class OdsTable(StrictModel):
     @field_validator("source")
     @classmethod
     def _source(cls, v: str) -> str:
-        if v.count(".") != 1 or not all(v.split(".")):
-            raise ValueError("must be `<db>.<table>` as in the event's source block, e.g. test_db.user")
+        if v.count(".") not in (1, 2) or not all(v.split(".")):
+            raise ValueError(
+                "must be `<db>.<table>` or `<db>.<schema>.<table>` as in the event's source block, "
+                "e.g. test_db.user or inventory.sales.customers"
+            )
         return v
 
     @field_validator("name")
@@ -283,7 +288,7 @@ class OdsTable(StrictModel):
 
     @property
     def table_name(self) -> str:
-        return self.name or self.source.split(".", 1)[1].lower()
+        return self.name or self.source.rsplit(".", 1)[1].lower()
 
     @property
     def qualified_name(self) -> str:

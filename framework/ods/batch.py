@@ -40,7 +40,7 @@ from framework.ods.envelope import (
 )
 from framework.ods.evolution import merge_batch_types, normalize
 from framework.ods.gate import BatchBlocked, check_table
-from framework.ods.routing import auto_table_name
+from framework.ods.routing import auto_table_name, routing_id, undeclared_parts
 from framework.paths import Layout
 from models.config import OdsTable
 from models.records import BatchResult, TableBatchResult
@@ -140,7 +140,7 @@ class OdsBatchWriter:
             F.col("p.before").alias("before_raw"),
             F.col("p.after").alias("after_raw"),
             F.when(has_payload, F.col("env.schema")).alias("schema_raw"),
-            F.concat_ws(".", F.col("src.db"), F.col("src.table")).alias("tbl"),
+            routing_id(F.col("src"), self.all_sources).alias("tbl"),
             F.timestamp_millis(F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms"))).alias("_event_ts"),
             D.position_seq(F.col("src"), F.col("p.ts_ms")).alias("pos_seq"),
             F.col("env._corrupt").alias("corrupt"),
@@ -192,19 +192,19 @@ class OdsBatchWriter:
         src = F.coalesce(F.from_json(env["payload"], D.PAYLOAD)["source"], env["source"])
         s = F.from_json(src, D.SOURCE)
         found = (
-            msgs.select(F.concat_ws(".", s["db"], s["table"]).alias("tbl"), s["db"].alias("db"), s["table"].alias("table"))
+            msgs.select(routing_id(s, self.all_sources).alias("tbl"), s["db"].alias("db"), s["schema"].alias("schema"), s["table"].alias("table"))
             .where((F.length("db") > 0) & (F.length("table") > 0))
             .distinct()
             .collect()
         )
         names = {t.table_name for t in self.project.ods_tables} | {t.table_name for t in self.tables.values()}
         # Sorted: within a batch the names do not depend on the order Spark returns the rows.
-        for tbl, db, table in sorted((r["tbl"], r["db"], r["table"]) for r in found):
+        for tbl, db, schema, table in sorted((r["tbl"], r["db"], r["schema"] or "", r["table"]) for r in found):
             if tbl in self.all_sources:
                 continue
-            name = auto_table_name(tbl, db, table, names)
+            name = auto_table_name(tbl, undeclared_parts(db, schema, table), names)
             if name is None:  # undeclared: its events go to the dead letter as such
-                log.warning("auto_create: no ODS table for %s: a `.` in its db or table name", tbl)
+                log.warning("auto_create: no ODS table for %s: a `.` in its db, schema or table name", tbl)
                 continue
             t = OdsTable(source=tbl, name=name, key=list(auto.key), type=auto.type)
             self.tables[tbl] = t
@@ -233,7 +233,7 @@ class OdsBatchWriter:
         fields = F.when(kmap.getItem("schema").isNotNull() & inner.isNotNull(), F.map_keys(inner)).otherwise(F.map_keys(kmap))
         found = (
             msgs.where(F.col("msg_key").isNotNull())
-            .select(F.concat_ws(".", src["db"], src["table"]).alias("tbl"), fields.alias("fields"))
+            .select(routing_id(src, self.all_sources).alias("tbl"), fields.alias("fields"))
             .where(F.col("tbl").isin(missing) & (F.size("fields") > 0))
             .groupBy("tbl").agg(F.first("fields").alias("fields"))
             .collect()

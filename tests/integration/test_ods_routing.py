@@ -50,3 +50,66 @@ def test_auto_create_sanitizes_names_and_dead_letters_what_it_cannot_name(tmp_pa
     s2 = lp.ingest(spark)
     assert set(s2.totals()) == {hashed[0], "shop_2024_orders"}
     assert lp.rows(spark, hashed[0], ["id"]) == [{"id": 3}, {"id": 7}]
+
+
+def _pg(schema: str, table: str, row: dict[str, Any], lsn: int, *, db: str = "inv", connector: str = "postgresql") -> dict[str, Any]:
+    """A Debezium Postgres envelope (source has `schema` and `lsn`; no binlog position)."""
+    return {
+        "before": None,
+        "after": row,
+        "source": {"version": "2.5.0.Final", "connector": connector, "name": "pg", "ts_ms": 1_700_000_000_000 + lsn,
+                   "snapshot": "false", "db": db, "sequence": f'["{lsn - 1}","{lsn}"]', "schema": schema,
+                   "table": table, "txId": 700 + lsn, "lsn": lsn, "xmin": None},
+        "op": "c",
+        "ts_ms": 1_700_000_000_100 + lsn,
+    }
+
+
+def test_schemas_route_apart(tmp_path: Path, spark: Any) -> None:
+    tables = """
+        tables:
+          - {source: inv.customers, key: [id]}
+          - {source: inv.sales.customers, name: sales_customers, key: [id]}
+        """
+    lp = LakeProject(tmp_path / "both", tables)
+    events = [
+        _pg("public", "customers", {"id": 1, "who": "public"}, lsn=100),
+        _pg("sales", "customers", {"id": 1, "who": "sales"}, lsn=110),
+        _pg("sales", "customers", {"id": 2, "who": "sales"}, lsn=120),
+        _pg("dbo", "customers", {"id": 3, "who": "dbo"}, lsn=130, connector="sqlserver"),
+        envelope("c", "inv.customers", None, {"id": 4, "who": "mysql"}, pos=140),
+        _pg("hr", "customers", {"id": 5, "who": "hr"}, lsn=150),
+    ]
+    lp.write_cdc(events, name="pg.json")
+    lp.ingest(spark)
+    assert lp.rows(spark, "customers", ["id", "who"]) == [
+        {"id": 1, "who": "public"}, {"id": 3, "who": "dbo"}, {"id": 4, "who": "mysql"}]
+    assert lp.rows(spark, "sales_customers", ["id", "who"]) == [{"id": 1, "who": "sales"}, {"id": 2, "who": "sales"}]
+    assert [(d["loc"], d["reason"], d["source_table"]) for d in lp.dead_letters(spark)] == [
+        ("cdc/pg.json:6", "table inv.hr.customers is not declared in layers/ods/", "inv.hr.customers")]
+
+    # Without the sales declaration its events are not declared (never merged into inv.customers).
+    lp2 = LakeProject(tmp_path / "public_only", "tables:\n  - {source: inv.customers, key: [id]}\n")
+    lp2.write_cdc(events, name="pg.json")
+    lp2.ingest(spark)
+    assert lp2.rows(spark, "customers", ["id", "who"]) == [
+        {"id": 1, "who": "public"}, {"id": 3, "who": "dbo"}, {"id": 4, "who": "mysql"}]
+    assert {d["loc"]: d["reason"] for d in lp2.dead_letters(spark)} == {
+        "cdc/pg.json:2": "table inv.sales.customers is not declared in layers/ods/",
+        "cdc/pg.json:3": "table inv.sales.customers is not declared in layers/ods/",
+        "cdc/pg.json:6": "table inv.hr.customers is not declared in layers/ods/",
+    }
+
+    # A declared public three-part name takes the public events; auto_create keeps schemas apart.
+    lp3 = LakeProject(tmp_path / "auto", "tables:\n  - {source: inv.public.customers, name: pub, key: [id]}\n",
+                      lake_extra="ods:\n  auto_create: {enabled: true, key: [id]}\n")
+    lp3.write_cdc(events + [_pg("public", "orders", {"id": 9}, lsn=160), _pg("sales", "orders", {"id": 8}, lsn=170)])
+    s3 = lp3.ingest(spark)
+    assert set(s3.totals()) == {"pub", "customers", "sales_customers", "hr_customers", "orders", "sales_orders"}
+    assert lp3.rows(spark, "pub", ["id", "who"]) == [{"id": 1, "who": "public"}]
+    # No public three-part declaration for these: the default-schema (dbo) and MySQL events share inv.customers.
+    assert lp3.rows(spark, "customers", ["id", "who"]) == [{"id": 3, "who": "dbo"}, {"id": 4, "who": "mysql"}]
+    assert lp3.rows(spark, "hr_customers", ["id"]) == [{"id": 5}]
+    assert lp3.rows(spark, "orders", ["id"]) == [{"id": 9}]
+    assert lp3.rows(spark, "sales_orders", ["id"]) == [{"id": 8}]
+    assert lp3.dead_letters(spark) == []
