@@ -23,6 +23,11 @@ _SQL_TYPE = re.compile(
     re.IGNORECASE,
 )
 
+# Types an `ordering:` column may have (framework/ods/decode.py ordering_prefix takes these), after
+# framework/ods/evolution.py normalize; and those a `partition_by.column` cannot be cast from.
+ORDERING_TYPES = frozenset({"timestamp", "date", "tinyint", "smallint", "int", "bigint"})
+NOT_TIME_TYPES = frozenset({"binary"})
+
 
 # A validator's ValueError text "problem" + FIX_SEPARATOR + "fix" is reported as problem and fix.
 FIX_SEPARATOR = "\nfix: "
@@ -223,6 +228,13 @@ class PartitionBy(StrictModel):
     # Name of the derived partition column; default follows the seeds (`year_month` for month).
     name: str | None = None
 
+    @field_validator("column")
+    @classmethod
+    def _column(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError(f"an empty column name{FIX_SEPARATOR}name the time column, e.g. `partition_by: {{column: create_time}}`")
+        return v
+
     @property
     def derived_name(self) -> str:
         if self.name:
@@ -273,6 +285,16 @@ class OdsTable(StrictModel):
     def _key(cls, v: list[str]) -> list[str]:
         if not v:  # explicitly empty; leaving `key` out is allowed with the Kafka source
             raise ValueError("give `key` as a non-empty list, e.g. `key: [id]`")
+        return v
+
+    @field_validator("ordering")
+    @classmethod
+    def _ordering(cls, v: list[str]) -> list[str]:
+        if any(not c.strip() for c in v):
+            raise ValueError(f"an empty column name{FIX_SEPARATOR}name the column(s), e.g. `ordering: [modify_time]`")
+        dup = sorted({c for c in v if v.count(c) > 1})
+        if dup:
+            raise ValueError(f"column {dup[0]!r} is listed twice{FIX_SEPARATOR}list each ordering column once")
         return v
 
     @field_validator("columns")

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from framework.config import Project, load_model
 from framework.errors import ConfigError, ConfigIssue
+from framework.transform.analysis import strategy_issues
 from models.config import ModelConfig
 
 MODEL_LAYERS = ("dwd", "dws")
@@ -120,6 +121,8 @@ def load_models(project: Project) -> dict[str, Model]:
                 issues.append(ConfigIssue(m.rel, None, "upstream", f"unknown table {u}", f"did you mean {hint[0]}?" if hint else f"known tables: {', '.join(sorted(known))}"))
             if u == m.name:
                 issues.append(ConfigIssue(m.rel, None, "upstream", f"{m.name} reads itself", "a model cannot read its own output"))
+    if not issues:
+        issues += strategy_issues(project, found)
     if issues:
         raise ConfigError(issues)
     return found

@@ -45,3 +45,35 @@ def test_source_needs_two_or_three_parts(tmp_path: Path, source: str) -> None:
 def test_same_default_name_from_two_schemas(tmp_path: Path) -> None:
     (issue,) = _load(tmp_path, "tables:\n  - {source: inv.customers, key: [id]}\n  - {source: inv.sales.customers, key: [id]}\n")
     assert issue.field == "tables[1].name" and "ods.customers is also declared" in issue.problem
+
+
+def test_ordering_and_partition_columns_checked_against_declared_types(tmp_path: Path) -> None:
+    issues = _load(tmp_path, """
+        tables:
+          - source: shop.orders
+            key: [id]
+            ordering: [updated, version, day]
+            partition_by: {column: created}
+            columns: {updated: string, version: INTEGER, day: date, created: binary}
+          - {source: shop.items, key: [id], ordering: [price], columns: {price: 'decimal(10,2)'}}
+          - {source: shop.users, key: [id], ordering: [seen], columns: {seen: timestamp}, partition_by: {column: seen}}
+        """)
+    got = {(i.field, i.problem) for i in issues}
+    assert got == {
+        ("tables[0].ordering", "column 'updated' is declared STRING in `columns:`; ordering needs a timestamp, date or integer column"),
+        ("tables[0].partition_by.column", "column 'created' is declared BINARY in `columns:`, which has no time to partition by"),
+        ("tables[1].ordering", "column 'price' is declared DECIMAL(10,2) in `columns:`; ordering needs a timestamp, date or integer column"),
+    }
+    assert all(i.file == "layers/ods/t.yaml" and i.fix for i in issues)
+
+
+@pytest.mark.parametrize(("setting", "problem"), [
+    ("ordering: [updated, updated]", "column 'updated' is listed twice"),
+    ("ordering: ['']", "an empty column name"),
+    ("ordering: [' ']", "an empty column name"),
+    ("partition_by: {column: ''}", "an empty column name"),
+])
+def test_empty_or_repeated_columns(tmp_path: Path, setting: str, problem: str) -> None:
+    (issue,) = _load(tmp_path, f"tables:\n  - source: shop.orders\n    key: [id]\n    {setting}\n")
+    assert issue.line == 4 and issue.field.startswith(("tables[0].ordering", "tables[0].partition_by.column"))
+    assert issue.problem == problem and issue.fix
