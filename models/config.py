@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from models.base import StrictModel
 from models.quality import CheckList
@@ -248,7 +248,8 @@ class OdsTable(StrictModel):
     # `db.table`, or `db.schema.table` for a schema other than the default `public`/`dbo` of
     # Postgres/SQL Server (framework/ods/routing.py).
     source: str
-    name: str | None = None
+    # Checked even when left out: the default, the source's table part, must be an identifier.
+    name: str | None = Field(default=None, validate_default=True)
     # Record key columns. Empty only with the Kafka source: then the message key gives them.
     key: list[str] = Field(default_factory=list)
     ordering: list[str] = Field(default_factory=list)
@@ -275,9 +276,22 @@ class OdsTable(StrictModel):
 
     @field_validator("name")
     @classmethod
-    def _table_name(cls, v: str | None) -> str | None:
+    def _table_name(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v is not None and not _IDENT.match(v):
             raise ValueError("must be letters, digits and underscores (it becomes ods.<name>)")
+        source = info.data.get("source")  # absent when `source` itself is wrong
+        if v is None and source:
+            # The name is a folder of the warehouse and a SQL name: `inventory./tmp/x` must not
+            # put a table at /tmp/x.
+            derived = source.rsplit(".", 1)[1].lower()
+            if not _IDENT.match(derived):
+                fixed = re.sub(r"[^a-z0-9_]+", "_", derived).strip("_") or "t"
+                fixed = "t_" + fixed if fixed[0].isdigit() else fixed
+                raise ValueError(
+                    f"the table name {derived!r} taken from `source:` is not letters, digits and "
+                    f"underscores (not starting with a digit){FIX_SEPARATOR}give the table a name, e.g. "
+                    f"`name: {fixed}` (it becomes ods.{fixed})"
+                )
         return v
 
     @field_validator("key")

@@ -77,3 +77,47 @@ def test_empty_or_repeated_columns(tmp_path: Path, setting: str, problem: str) -
     (issue,) = _load(tmp_path, f"tables:\n  - source: shop.orders\n    key: [id]\n    {setting}\n")
     assert issue.line == 4 and issue.field.startswith(("tables[0].ordering", "tables[0].partition_by.column"))
     assert issue.problem == problem and issue.fix
+
+
+@pytest.mark.parametrize(("source", "suggested"), [
+    ("inventory./tmp/escaped", "tmp_escaped"),   # would be the folder /tmp/escaped
+    ("inv.Order Items", "order_items"),
+    ("inv.it's", "it_s"),
+    ("inv.sales.order-items", "order_items"),
+    ("shop.2024_orders", "t_2024_orders"),
+])
+def test_derived_table_name_must_be_an_identifier(tmp_path: Path, source: str, suggested: str) -> None:
+    (issue,) = _load(tmp_path, f"tables:\n  - source: \"{source}\"\n    key: [id]\n")
+    assert (issue.file, issue.line, issue.field) == ("layers/ods/t.yaml", 2, "tables[0].name")
+    assert "taken from `source:` is not letters, digits and underscores" in issue.problem
+    assert f"`name: {suggested}`" in issue.fix
+    # With a name, any source text is fine: it is only compared with the events' source block.
+    assert _load(tmp_path, f"tables:\n  - source: \"{source}\"\n    name: {suggested}\n    key: [id]\n") == []
+
+
+def test_layout_refuses_names_that_leave_the_warehouse(tmp_path: Path) -> None:
+    from framework.errors import LakeError
+    from framework.paths import Layout
+
+    layout = Layout(tmp_path / "wh")
+    assert layout.table("ods.users") == tmp_path / "wh" / "ods" / "users"
+    assert layout.quarantine("dwd.x") == tmp_path / "wh" / "_quarantine" / "dwd_x"
+    for bad in ("ods./tmp/escaped", "ods.../x", "../ods.x", "ods.a.b", "ods.it's", "ods.", "users", "ods.2x"):
+        with pytest.raises(LakeError, match="not <layer>.<name>"):
+            layout.table(bad)
+        with pytest.raises(LakeError, match="not <layer>.<name>"):
+            layout.quarantine(bad)
+
+
+def test_model_file_names_must_be_identifiers(tmp_path: Path) -> None:
+    from framework.transform.loader import load_models
+
+    assert _load(tmp_path, "tables:\n  - {source: db.user, key: [id]}\n") == []
+    (tmp_path / "layers" / "dwd").mkdir()
+    (tmp_path / "layers" / "dwd" / "my-model.sql").write_text("select id from ods.user")
+    (tmp_path / "layers" / "dwd" / "ok_model.sql").write_text("select id from ods.user")
+    with pytest.raises(ConfigError) as e:
+        load_models(load_project(tmp_path))
+    (issue,) = e.value.issues
+    assert (issue.file, issue.field) == ("layers/dwd/my-model.sql", "(file)")
+    assert "dwd.my-model" in issue.problem and "rename" in issue.fix
