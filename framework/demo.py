@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from framework import demo_data
+from framework.catalog import quote_ident
 from framework.config import Project
 from framework.errors import LakeError
 from framework.ods.batch import resolve_source_path
@@ -256,7 +257,7 @@ def _ods_rows(spark: SparkSession, table: demo_data.Table, name: str) -> list[tu
 
 def _as_text(column: demo_data.Column) -> str:
     """SQL giving the same text as :func:`demo_data.text_value` (the session time zone is UTC)."""
-    ref = f"`{column.name}`"
+    ref = quote_ident(column.name)
     if column.kind == "timestamp":
         return f"date_format({ref}, \"yyyy-MM-dd'T'HH:mm:ss'Z'\")"
     if column.kind == "datetime":
@@ -267,4 +268,4 @@ def _as_text(column: demo_data.Column) -> str:
 def _quoted(qualified: str) -> str:
     """`ods.user` as ods.`user` (USER is a keyword in some SQL modes)."""
     db, name = qualified.split(".", 1)
-    return f"{db}.`{name}`"
+    return f"{db}.{quote_ident(name)}"

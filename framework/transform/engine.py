@@ -26,11 +26,12 @@ from framework.errors import LakeError
 from framework.faults import failpoint
 from framework.history import new_run_id
 from framework.paths import Layout
+from framework.transform.analysis import analyze_model
 from framework.transform.gate import ModelGate
 from framework.transform.held import Held
 from framework.transform.loader import Model
 from framework.transform.reader import TableReader, visible_columns
-from framework.transform.strategy import Aggregate, Analysis, analyze
+from framework.transform.strategy import Aggregate, Analysis
 from models.records import ModelResult
 
 _views = itertools.count()
@@ -86,21 +87,10 @@ class Builder:
     def analysis(self, m: Model) -> Analysis:
         if m.name in self._analysis:
             return self._analysis[m.name]
-        if m.kind == "python":
-            key = tuple(m.config.key) if m.config.key else None
-            if m.config.strategy in (None, "rescan") and key:
-                a = Analysis("rescan", "Python model with a key: recompute the output keys the changed rows reach", m.upstreams, key)
-            else:
-                a = Analysis("full", "Python model without `key:`: full rebuild" if not key else "strategy: full in the model's YAML", m.upstreams, key)
-        else:
-            assert m.sql is not None
-            try:
-                a = analyze(m.sql, self.key_of, m.config.key, m.config.strategy)
-            except ValueError as e:
-                raise LakeError(f"{m.rel}: {e}", fix=f"change `strategy:` in layers/{m.layer}/{m.stem}.yaml") from e
-            if a.strategy == "full" and a.key is None and m.config.partition_by and "no key to scope" in a.reason and m.config.strategy is None:
-                reason = a.reason.split(" and no key")[0] + f": recompute the `{m.config.partition_by}` partitions the changed rows reach"
-                a = Analysis("rescan", reason, a.upstreams, None)
+        try:
+            a = analyze_model(m, self.key_of)
+        except ValueError as e:
+            raise LakeError(f"{m.rel}: {e}", fix=f"change `strategy:` in layers/{m.layer}/{m.stem}.yaml") from e
         self._analysis[m.name] = a
         return a
 
