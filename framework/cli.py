@@ -272,7 +272,7 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
                 rec.status = "failed"
                 rec.error = "; ".join(f"{r.model}: {r.reason}" for r in results if r.mode == "failed")
     if as_json:
-        click.echo(json.dumps([r.model_dump() for r in results], indent=2))
+        click.echo(json.dumps([r.model_dump(mode="json") for r in results], indent=2))  # datetimes as ISO text
     else:
         report.print_build_summary(obj.console, results)
     if any(r.mode in ("failed", "skipped") for r in results):
