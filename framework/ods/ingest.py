@@ -164,12 +164,26 @@ def make_source(project: Project) -> Source:
     return KafkaSource(project, src)
 
 
+STREAM_CHECKPOINT = "stream"  # Spark's checkpoint, beside lake_stream_id
+
+
 def stream_id(checkpoint: Path) -> str:
-    """The id of a streaming checkpoint (new checkpoint, new id)."""
+    """The id of a streaming checkpoint: kept while Spark's checkpoint has a batch, new when not.
+
+    Spark numbers micro-batches from 0 again when `<checkpoint>/stream/offsets` holds no batch
+    file (a new checkpoint, or one deleted without `lake_stream_id` beside it). Under the old id
+    those batches would look like replays of committed ones and be skipped (`already_committed`).
+    Spark writes `offsets/<n>` before it runs batch n, so a crash during batch 0 keeps the id and
+    its replay is recognised.
+    """
     checkpoint.mkdir(parents=True, exist_ok=True)
     f = checkpoint / "lake_stream_id"
-    if not f.exists():
-        f.write_text(uuid.uuid4().hex)
+    offsets = checkpoint / STREAM_CHECKPOINT / "offsets"
+    started = offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())  # not .crc/.tmp
+    if not f.exists() or not started:
+        tmp = checkpoint / f".lake_stream_id.{os.getpid()}"
+        tmp.write_text(uuid.uuid4().hex)
+        os.replace(tmp, f)
     return f.read_text().strip()
 
 
@@ -225,7 +239,7 @@ def run_ingest(
         if on_batch:
             on_batch(result)
 
-    writer_stream = source.stream(spark).writeStream.foreachBatch(handle).option("checkpointLocation", str(ckpt / "stream"))
+    writer_stream = source.stream(spark).writeStream.foreachBatch(handle).option("checkpointLocation", str(ckpt / STREAM_CHECKPOINT))
     if continuous:
         secs = trigger_seconds or project.config.ods.trigger_seconds
         writer_stream = writer_stream.trigger(processingTime=f"{secs} seconds")
