@@ -53,6 +53,19 @@ class FileSourceConfig(StrictModel):
     format: Literal["debezium-json"] = "debezium-json"
     glob: str = "*"
     max_files_per_trigger: int | None = Field(default=None, ge=1)
+    # Spark's `maxFileAge`: a new file older than this, measured from the newest file already
+    # ingested, is skipped (Spark's default, 7d, silently dropped restored archive files). Spark
+    # keeps a seen-file entry (path and mtime) per file within this age, in the driver's memory.
+    max_file_age: str = "3650d"
+    # A line longer than this goes to the dead letter (its first KiB and its size) unprocessed.
+    max_line_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+
+    @field_validator("max_file_age")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        if not re.fullmatch(r"\d+(ms|s|m|min|h|d)", v.strip()):
+            raise ValueError(f"{v!r} is not a duration; give a number with a unit (ms, s, m, h, d), e.g. `3650d`")
+        return v.strip()
 
 
 class KafkaSourceConfig(StrictModel):
