@@ -11,19 +11,36 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from framework.errors import LakeError
 from framework.hudi import HOODIE_META_COLUMNS
 from framework.paths import Layout
 
 HIDDEN = ("_deleted", "_hoodie_is_deleted")
+# Characters a URI must escape in a path (and the glob `*`): Hudi's CREATE TABLE looks for the
+# table at the escaped text (`a b` as `a%20b`) and fails with "Missing schema for Create Table".
+URI_UNSAFE = ' `%#?[]{}^|<>"\\*'
 
 
-def _q(name: str) -> str:
+def quote_ident(name: str) -> str:
+    """A Spark SQL identifier: backquoted, backquotes doubled."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def quote_literal(text: str) -> str:
+    """A Spark SQL string literal (backslashes and quotes escaped), e.g. a warehouse path."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
     """Create `<layer>_raw.<t>` (the Hudi table) and `<layer>.<t>` (live rows, visible columns)
     for every table found under ods/, dwd/ and dws/."""
+    bad = sorted({c for c in str(layout.root) if c in URI_UNSAFE})
+    if bad:
+        raise LakeError(
+            f"the warehouse path {layout.root} contains {' '.join(repr(c) for c in bad)}: Hudi's CREATE "
+            "TABLE looks for a table at the URI-escaped path, so SQL cannot name the warehouse's tables",
+            fix=f"move the warehouse (`warehouse:` in lake.yaml) to a path without spaces or any of {' '.join(URI_UNSAFE.strip())}",
+        )
     names = []
     for layer in ("ods", "dwd", "dws"):
         tables = layout.layer_tables(layer)
@@ -33,13 +50,13 @@ def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer}_raw")
         for path in tables:
             name = path.name
-            spark.sql(f"DROP VIEW IF EXISTS {layer}.{_q(name)}")
-            spark.sql(f"DROP TABLE IF EXISTS {layer}_raw.{_q(name)}")
-            spark.sql(f"CREATE TABLE {layer}_raw.{_q(name)} USING hudi LOCATION '{path}'")
-            fields = spark.table(f"{layer}_raw.{_q(name)}").schema.fields
+            spark.sql(f"DROP VIEW IF EXISTS {layer}.{quote_ident(name)}")
+            spark.sql(f"DROP TABLE IF EXISTS {layer}_raw.{quote_ident(name)}")
+            spark.sql(f"CREATE TABLE {layer}_raw.{quote_ident(name)} USING hudi LOCATION {quote_literal(str(path))}")
+            fields = spark.table(f"{layer}_raw.{quote_ident(name)}").schema.fields
             cols = [f.name for f in fields if f.name not in HOODIE_META_COLUMNS and f.name not in HIDDEN and not f.name.startswith("_lake_")]
-            select = ", ".join(_q(c) for c in cols)
-            spark.sql(f"CREATE VIEW {layer}.{_q(name)} AS SELECT {select} FROM {layer}_raw.{_q(name)} WHERE NOT _deleted")
+            select = ", ".join(quote_ident(c) for c in cols)
+            spark.sql(f"CREATE VIEW {layer}.{quote_ident(name)} AS SELECT {select} FROM {layer}_raw.{quote_ident(name)} WHERE NOT _deleted")
             names.append(f"{layer}.{name}")
     quarantined = [p for p in sorted(layout.quarantine_root.iterdir()) if (p / ".hoodie").exists()] if layout.quarantine_root.is_dir() else []
     if quarantined:
@@ -48,16 +65,16 @@ def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
     for path in quarantined:
         # `_quarantine.<layer>_<name>`: rows `drop` checks rejected, with the checks and run id.
         name = path.name
-        spark.sql(f"DROP VIEW IF EXISTS _quarantine.{_q(name)}")
-        spark.sql(f"DROP TABLE IF EXISTS _quarantine_raw.{_q(name)}")
-        spark.sql(f"CREATE TABLE _quarantine_raw.{_q(name)} USING hudi LOCATION '{path}'")
-        fields = spark.table(f"_quarantine_raw.{_q(name)}").schema.fields
-        select = ", ".join(_q(f.name) for f in fields if f.name not in HOODIE_META_COLUMNS)
-        spark.sql(f"CREATE VIEW _quarantine.{_q(name)} AS SELECT {select} FROM _quarantine_raw.{_q(name)}")
+        spark.sql(f"DROP VIEW IF EXISTS _quarantine.{quote_ident(name)}")
+        spark.sql(f"DROP TABLE IF EXISTS _quarantine_raw.{quote_ident(name)}")
+        spark.sql(f"CREATE TABLE _quarantine_raw.{quote_ident(name)} USING hudi LOCATION {quote_literal(str(path))}")
+        fields = spark.table(f"_quarantine_raw.{quote_ident(name)}").schema.fields
+        select = ", ".join(quote_ident(f.name) for f in fields if f.name not in HOODIE_META_COLUMNS)
+        spark.sql(f"CREATE VIEW _quarantine.{quote_ident(name)} AS SELECT {select} FROM _quarantine_raw.{quote_ident(name)}")
         names.append(f"_quarantine.{name}")
     if (layout.dead_letter / ".hoodie").exists():
         spark.sql("CREATE DATABASE IF NOT EXISTS _lake")
         spark.sql("DROP TABLE IF EXISTS _lake.dead_letter")
-        spark.sql(f"CREATE TABLE _lake.dead_letter USING hudi LOCATION '{layout.dead_letter}'")
+        spark.sql(f"CREATE TABLE _lake.dead_letter USING hudi LOCATION {quote_literal(str(layout.dead_letter))}")
         names.append("_lake.dead_letter")
     return names

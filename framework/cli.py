@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from framework.errors import LakeError
 
@@ -55,9 +56,9 @@ def locked(project: Any, names: list[str], timeout: float) -> contextlib.Abstrac
     from framework.paths import Layout
 
     def stale(name: str, h: Any) -> None:
-        err_console.print(f"note: lock {name} was left by pid {h.pid} on {h.host} (`{_escape(h.command)}`, "
+        err_console.print(f"note: lock {name} was left by pid {h.pid} on {h.host} (`{h.command}`, "
                           f"since {h.since:%Y-%m-%d %H:%M:%S}Z), which exited without releasing it; taken over",
-                          highlight=False)
+                          markup=False, highlight=False)
 
     return hold(Layout(project.warehouse).locks, names, command=shlex.join(["lake", *sys.argv[1:]]),
                 timeout=timeout, on_stale=stale)
@@ -75,7 +76,7 @@ def handle_errors(fn: F) -> F:
         except LakeError as e:
             if debug:
                 traceback.print_exc()
-            err_console.print("[bold red]Error:[/] " + _escape(str(e)), highlight=False)
+            err_console.print(Text.assemble(("Error:", "bold red"), " " + str(e)), highlight=False)
             sys.exit(1)
         except click.exceptions.Exit:
             raise
@@ -87,8 +88,8 @@ def handle_errors(fn: F) -> F:
                 traceback.print_exc()
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             err_console.print(
-                f"[bold red]Internal error:[/] {type(e).__name__}: {_escape(first[:500])}\n"
-                "  rerun with --debug for the stack trace; Spark's log is in <warehouse>/_lake/logs/spark.log",
+                Text.assemble(("Internal error:", "bold red"), f" {type(e).__name__}: {first[:500]}\n"
+                              "  rerun with --debug for the stack trace; Spark's log is in <warehouse>/_lake/logs/spark.log"),
                 highlight=False,
             )
             sys.exit(2)
@@ -96,10 +97,10 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _escape(s: str) -> str:
-    from rich.markup import escape
-
-    return escape(s)
+def _say(console: Console, text: str) -> None:
+    """Print a message holding paths, names or other text lake does not control: rich would parse
+    `[...]` in it as markup (a folder named `[/]` raised MarkupError)."""
+    console.print(text, markup=False, highlight=False)
 
 
 @click.group()
@@ -122,10 +123,10 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
     from framework.scaffold import scaffold
 
     created = scaffold(directory, name)
-    obj.console.print(f"Created project in {directory}:")
+    _say(obj.console, f"Created project in {directory}:")
     for p in created:
-        obj.console.print(f"  {p}")
-    obj.console.print(f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'")
+        _say(obj.console, f"  {p}")
+    _say(obj.console, f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'")
 
 
 @main.command()
@@ -161,7 +162,7 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
         if as_json:
             click.echo(res.model_dump_json(indent=2))
         else:
-            obj.console.print(f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'})")
+            _say(obj.console, f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'})")
         return
     secs = _parse_seconds(trigger) if trigger else None
     from framework.ods.ingest import checkpoint_name, run_ingest
@@ -271,7 +272,7 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
                 rec.status = "failed"
                 rec.error = "; ".join(f"{r.model}: {r.reason}" for r in results if r.mode == "failed")
     if as_json:
-        click.echo(json.dumps([r.model_dump() for r in results], indent=2))
+        click.echo(json.dumps([r.model_dump(mode="json") for r in results], indent=2))  # datetimes as ISO text
     else:
         report.print_build_summary(obj.console, results)
     if any(r.mode in ("failed", "skipped") for r in results):
@@ -312,8 +313,8 @@ def check(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
     else:
         report.print_checks(obj.console, results)
         for n in missing:
-            obj.console.print(f"  {n}: skipped, no table yet", highlight=False)
-        obj.console.print(f"run {rec.run_id}; `lake report --run {rec.run_id}` renders it")
+            _say(obj.console, f"  {n}: skipped, no table yet")
+        _say(obj.console, f"run {rec.run_id}; `lake report --run {rec.run_id}` renders it")
     if rec.status == "failed":
         sys.exit(1)
 
@@ -345,8 +346,8 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
     if show_path:
         click.echo(str(page))
     else:
-        obj.console.print(f"wrote {report_dir(project)}: runs in {page.parent / 'index.html'}, Data Docs in {report_dir(project) / 'gx' / 'index.html'}")
-        obj.console.print(f"newest run page: {page}", highlight=False)
+        _say(obj.console, f"wrote {report_dir(project)}: runs in {page.parent / 'index.html'}, Data Docs in {report_dir(project) / 'gx' / 'index.html'}")
+        _say(obj.console, f"newest run page: {page}")
 
 
 @main.command("run")
@@ -482,7 +483,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
         from framework.airflow import render_dags
 
         airflow_path.write_text(render_dags(project.root, schedules, lake_bin), encoding="utf-8")
-        obj.console.print(f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
+        _say(obj.console, f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
         return
     if list_only:
         for s in schedules:
@@ -494,7 +495,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
     def say(text: str) -> None:
         from datetime import datetime
 
-        err_console.print(f"{datetime.now():%Y-%m-%d %H:%M:%S} {_escape(text)}", highlight=False)
+        _say(err_console, f"{datetime.now():%Y-%m-%d %H:%M:%S} {text}")
 
     steps = sched.SubprocessSteps(project.root, say)
     sys.exit(sched.serve(sched.Scheduler(schedules, steps, say), say, steps.terminate))

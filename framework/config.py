@@ -15,7 +15,15 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from framework.errors import ConfigError, ConfigIssue
-from models.config import FIX_SEPARATOR, LakeConfig, OdsFile, OdsTable
+from framework.ods.evolution import normalize
+from models.config import (
+    FIX_SEPARATOR,
+    NOT_TIME_TYPES,
+    ORDERING_TYPES,
+    LakeConfig,
+    OdsFile,
+    OdsTable,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -180,6 +188,20 @@ def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[Con
         return None, issues
 
 
+def _column_issues(rel: str, i: int, t: OdsTable) -> list[ConfigIssue]:
+    """`ordering:` and `partition_by.column` against the types `columns:` declares (the types
+    of columns it leaves out are known only from the events: framework/ods/tablecheck.py)."""
+    out = []
+    for c in t.ordering:
+        typ = normalize(t.columns[c]) if c in t.columns else None
+        if typ is not None and typ not in ORDERING_TYPES:
+            out.append(ConfigIssue(rel, None, f"tables[{i}].ordering", f"column {c!r} is declared {typ.upper()} in `columns:`; ordering needs a timestamp, date or integer column", f"order by another column, or declare {c!r} as timestamp, date or bigint if its values are one"))
+    p = t.partition_by
+    if p and p.column in t.columns and normalize(t.columns[p.column]) in NOT_TIME_TYPES:
+        out.append(ConfigIssue(rel, None, f"tables[{i}].partition_by.column", f"column {p.column!r} is declared {t.columns[p.column].upper()} in `columns:`, which has no time to partition by", "partition by a timestamp, date or text date column"))
+    return out
+
+
 def load_project(root: Path | str) -> Project:
     """Load and validate a whole project; raise one ConfigError listing every problem."""
     root = Path(root).resolve()
@@ -208,6 +230,7 @@ def load_project(root: Path | str) -> Project:
                 issues.append(ConfigIssue(rel, None, f"tables[{i}].source", f"{t.source} is also declared in {sources[t.source]}", "declare each source table once"))
             if t.partition_by and t.partition_by.derived_name in t.key:
                 issues.append(ConfigIssue(rel, None, f"tables[{i}].partition_by.name", "the derived partition column clashes with a key column", "choose another `name:`"))
+            issues += _column_issues(rel, i, t)
             if not t.key and cfg is not None and cfg.ods.source.kind != "kafka":
                 issues.append(ConfigIssue(rel, None, f"tables[{i}].key", "no record key", "add `key: [id]` (only the Kafka source can take keys from message keys)"))
             files[t.table_name] = rel

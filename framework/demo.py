@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from framework import demo_data
+from framework.catalog import quote_ident
 from framework.config import Project
 from framework.errors import LakeError
 from framework.ods.batch import resolve_source_path
@@ -55,8 +57,8 @@ def run_demo(project: Project, console: Console, events: int, seed: int, fresh: 
     number = _next_file_number(cdc)
     if number > 1:
         console.print(
-            f"[yellow]--keep: CDC files up to {number - 1:04d}-* stay in {cdc}; rows earlier runs left "
-            "may differ from this run's source[/]"
+            f"--keep: CDC files up to {number - 1:04d}-* stay in {cdc}; rows earlier runs left may differ from this run's source",
+            style="yellow", markup=False, highlight=False,
         )
 
     def emit(n: int, label: str, lines: list[str]) -> None:
@@ -77,7 +79,8 @@ def _run_kafka_demo(project: Project, console: Console, events: int, seed: int) 
     _remove(base / "warehouse", project)
     _remove(base / "broker", project)
     with KafkaBroker(base / "broker", num_partitions=2) as broker:
-        console.print(f"Kafka broker (KRaft) on {broker.bootstrap_servers}, started in {broker.startup_seconds:.1f}s; log {broker.log_file}")
+        console.print(f"Kafka broker (KRaft) on {broker.bootstrap_servers}, started in {broker.startup_seconds:.1f}s; log {broker.log_file}",
+                      markup=False, highlight=False)
         source = KafkaSourceConfig(kind="kafka", bootstrap_servers=broker.bootstrap_servers, topic_pattern=r"demo\..*")
         config = project.config.model_copy(update={"warehouse": str(base / "warehouse"), "ods": project.config.ods.model_copy(update={"source": source})})
         kproject = replace(project, config=config)
@@ -89,7 +92,7 @@ def _run_kafka_demo(project: Project, console: Console, events: int, seed: int) 
                 by_topic.setdefault(topic, []).append((key, line))
             for topic, msgs in sorted(by_topic.items()):
                 broker.produce(topic, msgs)
-            console.print(f"published {len(lines)} {label} events to {len(by_topic)} topics ({', '.join(sorted(by_topic))})", highlight=False)
+            console.print(f"published {len(lines)} {label} events to {len(by_topic)} topics ({', '.join(sorted(by_topic))})", markup=False, highlight=False)
 
         _rounds(kproject, console, events, seed, 1, emit)
 
@@ -141,7 +144,7 @@ def _rounds(project: Project, console: Console, events: int, seed: int, number: 
         console.print("dws.user_agg (seed 004), built incrementally:")
         report.print_rows(console, spark.sql("select num, device_model from dws.user_agg order by num desc, device_model"), "table", 20)
     elif user in registered:
-        console.print(f"dws.user_agg (seed 004) on {user}:")
+        console.print(f"dws.user_agg (seed 004) on {user}:", markup=False, highlight=False)
         sql = f"select count(1) as num, device_model from {_quoted(user)} group by device_model order by num desc"
         report.print_rows(console, spark.sql(sql), "table", 20)
     console.print(_comparison(spark, sim, ods, registered))
@@ -208,7 +211,7 @@ def _next_file_number(cdc: Path) -> int:
 # ------------------------------------------------------------------ rounds
 def _write(console: Console, cdc: Path, number: int, label: str, lines: list[str]) -> None:
     path = demo_data.write(lines, cdc / f"{number:04d}-{label}.json")
-    console.print(f"wrote {len(lines)} events to {path}", highlight=False)
+    console.print(f"wrote {len(lines)} events to {path}", markup=False, highlight=False)
 
 
 def _ingest(spark: SparkSession, project: Project, printer: Callable[[BatchResult], None]) -> IngestSummary:
@@ -227,7 +230,7 @@ def _comparison(spark: SparkSession, sim: demo_data.Simulator, ods: dict[str, Od
         name = ods[source].qualified_name
         expected = _source_rows(sim, source)
         if name not in registered:
-            out.add_row(f"{source} → {name}", str(len(expected)), "missing", "[red]no[/]")
+            out.add_row(Text(f"{source} → {name}"), str(len(expected)), "missing", "[red]no[/]")
             continue
         actual = _ods_rows(spark, sim.table(source), name)
         differ = len(expected ^ set(actual))
@@ -237,7 +240,7 @@ def _comparison(spark: SparkSession, sim: demo_data.Simulator, ods: dict[str, Od
             verdict = f"[red]no[/] ({differ} rows differ in a column or exist on one side only)"
         else:
             verdict = "[red]no[/] (duplicate rows in ODS)"
-        out.add_row(f"{source} → {name}", str(len(expected)), str(len(actual)), verdict)
+        out.add_row(Text(f"{source} → {name}"), str(len(expected)), str(len(actual)), verdict)
     return out
 
 
@@ -256,7 +259,7 @@ def _ods_rows(spark: SparkSession, table: demo_data.Table, name: str) -> list[tu
 
 def _as_text(column: demo_data.Column) -> str:
     """SQL giving the same text as :func:`demo_data.text_value` (the session time zone is UTC)."""
-    ref = f"`{column.name}`"
+    ref = quote_ident(column.name)
     if column.kind == "timestamp":
         return f"date_format({ref}, \"yyyy-MM-dd'T'HH:mm:ss'Z'\")"
     if column.kind == "datetime":
@@ -267,4 +270,4 @@ def _as_text(column: demo_data.Column) -> str:
 def _quoted(qualified: str) -> str:
     """`ods.user` as ods.`user` (USER is a keyword in some SQL modes)."""
     db, name = qualified.split(".", 1)
-    return f"{db}.`{name}`"
+    return f"{db}.{quote_ident(name)}"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from framework.errors import LakeError
+from models.config import _IDENT
+
 
 class Layout:
     """Paths of a warehouse: one Hudi table per folder under the layer name."""
@@ -12,7 +15,7 @@ class Layout:
         self.root = warehouse
 
     def table(self, qualified: str) -> Path:
-        layer, name = qualified.split(".", 1)
+        layer, name = _parts(qualified)
         return self.root / layer / name
 
     @property
@@ -44,10 +47,23 @@ class Layout:
 
     def quarantine(self, qualified: str) -> Path:
         """The quarantine Hudi table of a model or ODS table: `_quarantine/<layer>_<name>`."""
-        return self.quarantine_root / qualified.replace(".", "_")
+        return self.quarantine_root / "_".join(_parts(qualified))
 
     def layer_tables(self, layer: str) -> list[Path]:
         d = self.root / layer
         if not d.is_dir():
             return []
         return sorted(p for p in d.iterdir() if (p / ".hoodie" / "hoodie.properties").exists())
+
+
+def _parts(qualified: str) -> tuple[str, str]:
+    """Layer and name of `<layer>.<name>`; both identifiers, so the folder stays in the warehouse
+    (config validation sees to that first: this guards every other way a name comes in)."""
+    layer, _, name = qualified.partition(".")
+    if not (_IDENT.match(layer) and _IDENT.match(name)):
+        raise LakeError(
+            f"{qualified!r} is not <layer>.<name> of letters, digits and underscores, so it names no "
+            "folder of the warehouse",
+            fix="give the ODS table a `name:` of letters, digits and underscores (a model: rename its file)",
+        )
+    return layer, name

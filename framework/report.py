@@ -1,4 +1,10 @@
-"""Terminal output: per-batch progress lines, run summary tables, query results."""
+"""Terminal output: per-batch progress lines, run summary tables, query results.
+
+Names, reasons, errors and values come from CDC events, YAML and queries, and rich parses `[...]`
+in printed strings (table cells and titles included) as markup: a column named `[/]` raised
+MarkupError inside an ingest micro-batch, which then replayed forever. So such text is printed
+with `markup=False` or as `Text` (styled whole), never spliced into a markup string. (Escaping
+with rich's `escape` is not enough mid-sentence: it doubles a trailing backslash there.)"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from models.records import BUILT_MODES, BatchResult, IngestSummary
 
@@ -24,34 +31,40 @@ def batch_printer(console: Console) -> Callable[[BatchResult], None]:
         took = (b.finished_at - b.started_at).total_seconds() if b.finished_at else 0.0
         tables = ", ".join(f"{t.table} +{t.upserts}/-{t.deletes}" for t in b.tables.values() if t.status == "ok")
         extra = f", dead letter {b.dead_letter}" if b.dead_letter else ""
-        console.print(f"batch {b.batch_id}: {b.events} events in {took:.1f}s{extra}" + (f" → {tables}" if tables else ""), highlight=False)
+        _line(console, f"batch {b.batch_id}: {b.events} events in {took:.1f}s{extra}" + (f" → {tables}" if tables else ""))
         for t in b.tables.values():
             if t.status == "dead_letter":
-                console.print(f"  [yellow]{t.table}: {t.dead_letter} events to the dead letter: {t.reason}[/]", highlight=False)
+                _line(console, f"  {t.table}: {t.dead_letter} events to the dead letter: {t.reason}", "yellow")
             elif t.status == "blocked":
-                console.print(f"  [red]{t.table}: not committed, {t.reason}[/]", highlight=False)
+                _line(console, f"  {t.table}: not committed, {t.reason}", "red")
             if t.quarantined:
-                console.print(f"  [yellow]{t.table}: {t.quarantined} event(s) quarantined (lake sql 'select * from _quarantine.ods_{t.table.split('.')[-1]}')[/]", highlight=False)
+                _line(console, f"  {t.table}: {t.quarantined} event(s) quarantined (lake sql 'select * from _quarantine.ods_{t.table.split('.')[-1]}')", "yellow")
 
     return show
 
 
+def _line(console: Console, text: str, style: str = "") -> None:
+    """Print text that may hold untrusted pieces: no markup, no highlighting, one style."""
+    console.print(text, style=style or None, markup=False, highlight=False)
+
+
 def print_ingest_summary(console: Console, s: IngestSummary) -> None:
     totals = s.totals()
-    table = Table(title=f"ingest {s.run_id}: {len(s.batches)} micro-batch(es), {s.events} events", title_justify="left")
+    table = Table(title=Text(f"ingest {s.run_id}: {len(s.batches)} micro-batch(es), {s.events} events"), title_justify="left")
     for col in ("table", "events", "upserts", "deletes", "quarantined", "dead letter", "checks", "status"):
         table.add_column(col, justify="right" if col not in ("table", "checks", "status") else "left")
     for name in sorted(totals):
         t = totals[name]
         status = t.status if not t.reason else f"{t.status}: {t.reason}"
-        table.add_row(t.table, str(t.events), str(t.upserts), str(t.deletes), str(t.quarantined), str(t.dead_letter), check_summary(t.checks), status)
+        table.add_row(Text(t.table), str(t.events), str(t.upserts), str(t.deletes), str(t.quarantined), str(t.dead_letter),
+                      Text(check_summary(t.checks)), Text(status))
     console.print(table)
     if s.tombstones:
         console.print(f"tombstones skipped: {s.tombstones}")
     if s.dead_letter:
         console.print(f"[yellow]dead letter: {s.dead_letter} event(s)[/] (query: lake sql 'select loc, reason from _lake.dead_letter')")
         for reason, n in sorted(s.dead_reasons().items(), key=lambda kv: -kv[1]):
-            console.print(f"  {n:>6}  {reason}", highlight=False)
+            _line(console, f"  {n:>6}  {reason}")
     if not s.batches:
         console.print("nothing new to ingest")
 
@@ -98,9 +111,9 @@ def print_rows(console: Console, df: DataFrame, fmt: str, limit: int) -> None:
     rows = df.limit(limit + 1).collect()
     t = Table(show_lines=False)
     for c in df.columns:
-        t.add_column(c)
+        t.add_column(Text(c))
     for r in rows[:limit]:
-        t.add_row(*["NULL" if v is None else str(json_value(v)) for v in r])
+        t.add_row(*[Text("NULL" if v is None else str(json_value(v))) for v in r])
     console.print(t)
     console.print(f"{min(len(rows), limit)} row(s)" + (" (truncated; use --limit)" if len(rows) > limit else ""))
 
@@ -111,7 +124,8 @@ def model_printer(console: Console) -> Callable[[Any], None]:
         extra = f", {r.rows_quarantined} quarantined" if r.rows_quarantined else ""
         failed = [c.name for c in r.checks if not c.success]
         extra += f", failed checks: {', '.join(failed)}" if failed else ""
-        console.print(f"[{colour}]{r.model}[/]: {r.mode} ({r.strategy}) {r.rows_written} written, {r.rows_deleted} deleted{extra} in {r.seconds:.1f}s — {r.reason}", highlight=False)
+        rest = f": {r.mode} ({r.strategy}) {r.rows_written} written, {r.rows_deleted} deleted{extra} in {r.seconds:.1f}s — {r.reason}"
+        console.print(Text.assemble((r.model, colour), rest), highlight=False)
 
     return show
 
@@ -121,11 +135,11 @@ def print_build_summary(console: Console, results: list[Any]) -> None:
     for col in ("model", "mode", "strategy", "written", "deleted", "quarantined", "checks", "seconds"):
         t.add_column(col, justify="right" if col in ("written", "deleted", "quarantined", "seconds") else "left", no_wrap=True)
     for r in results:
-        t.add_row(r.model, r.mode, r.strategy, str(r.rows_written), str(r.rows_deleted), str(r.rows_quarantined),
-                  check_summary(r.checks), f"{r.seconds:.1f}")
+        t.add_row(Text(r.model), Text(r.mode), Text(r.strategy), str(r.rows_written), str(r.rows_deleted), str(r.rows_quarantined),
+                  Text(check_summary(r.checks)), f"{r.seconds:.1f}")
     console.print(t)
     for r in results:
-        console.print(f"  {r.model}: {r.reason}", highlight=False)
+        _line(console, f"  {r.model}: {r.reason}")
 
 
 def check_summary(checks: list[Any]) -> str:
@@ -144,7 +158,7 @@ def print_checks(console: Console, records: list[Any]) -> None:
     for rec in records:
         for r in rec.results:
             status = "[green]pass[/]" if r.success else ("[red]FAIL[/]" if r.severity == "error" else "[yellow]fail[/]")
-            t.add_row(rec.model, r.name, r.severity, status, r.summary())
+            t.add_row(Text(rec.model), Text(r.name), Text(r.severity), status, Text(r.summary()))
     console.print(t)
 
 
@@ -155,10 +169,10 @@ def print_plan(console: Console, plans: list[Any]) -> None:
     for p, changed in plans:
         pending = ", ".join(f"{u}: {n}" for u, n in p.pending.items() if n) or "-"
         rows = ", ".join(f"{u}: {n}" for u, n in changed.items()) or "-"
-        t.add_row(p.model.name, p.mode, p.analysis.strategy, pending, rows)
+        t.add_row(Text(p.model.name), Text(p.mode), Text(p.analysis.strategy), Text(pending), Text(rows))
     console.print(t)
     for p, _ in plans:
-        console.print(f"  {p.model.name}: {p.reason}", highlight=False)
+        _line(console, f"  {p.model.name}: {p.reason}")
 
 
 def print_runs(console: Console, records: list[Any]) -> None:
@@ -176,7 +190,7 @@ def print_runs(console: Console, records: list[Any]) -> None:
             summary = ", ".join(f"{n} {k}" for k, n in sorted(modes.items()))
         else:
             summary = (r.error or "")[:80]
-        t.add_row(r.run_id, r.command, r.status, r.started_at.strftime("%Y-%m-%d %H:%M:%S"), secs, summary)
+        t.add_row(Text(r.run_id), Text(r.command), Text(r.status), r.started_at.strftime("%Y-%m-%d %H:%M:%S"), secs, Text(summary))
     console.print(t)
 
 
@@ -188,12 +202,11 @@ def cycle_printer(console: Console) -> Callable[[Any], None]:
         built = [m for m in rec.models if m.mode in BUILT_MODES]
         fresh = ", ".join(f"{k} {v.oldest_event_lag_s:.1f}s" for k, v in sorted(rec.freshness.items()))
         colour = "red" if rec.status == "failed" else "green"
-        console.print(
-            f"[{colour}]run {rec.run_id}[/]: {events} events, {len(built)} model(s) built"
-            + (f"; freshness (oldest event → commit) {fresh}" if fresh else "")
-            + (f"; [red]{rec.error}[/]" if rec.error else ""),
-            highlight=False,
-        )
+        line = Text.assemble((f"run {rec.run_id}", colour), f": {events} events, {len(built)} model(s) built",
+                             f"; freshness (oldest event → commit) {fresh}" if fresh else "")
+        if rec.error:
+            line.append("; ").append(rec.error, "red")
+        console.print(line, highlight=False)
 
     return show
 
@@ -214,7 +227,7 @@ class ModelProgress:
 
         self.console = console
         self.printer = model_printer(console)
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=console, transient=True)
         self.task = self.progress.add_task("building", total=total)
 

@@ -33,7 +33,8 @@ ods:
 INVENTORY_YAML = """\
 # ODS declarations: each entry routes one CDC source table into one Hudi table, ods.<name>.
 tables:
-  # `<db>.<table>` exactly as in the events' source.db / source.table.
+  # `<db>.<table>` exactly as in the events' source.db / source.table (a Postgres or SQL
+  # Server schema other than public/dbo: `<db>.<schema>.<table>`).
   - source: inventory.customers
     # The ODS table name (ods.customers); default: the source table name, lower-cased.
     name: customers

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from models.base import StrictModel
 from models.quality import CheckList
@@ -22,6 +22,11 @@ _SQL_TYPE = re.compile(
     r"|decimal\(\s*\d+\s*,\s*\d+\s*\))$",
     re.IGNORECASE,
 )
+
+# Types an `ordering:` column may have (framework/ods/decode.py ordering_prefix takes these), after
+# framework/ods/evolution.py normalize; and those a `partition_by.column` cannot be cast from.
+ORDERING_TYPES = frozenset({"timestamp", "date", "tinyint", "smallint", "int", "bigint"})
+NOT_TIME_TYPES = frozenset({"binary"})
 
 
 # A validator's ValueError text "problem" + FIX_SEPARATOR + "fix" is reported as problem and fix.
@@ -48,6 +53,19 @@ class FileSourceConfig(StrictModel):
     format: Literal["debezium-json"] = "debezium-json"
     glob: str = "*"
     max_files_per_trigger: int | None = Field(default=None, ge=1)
+    # Spark's `maxFileAge`: a new file older than this, measured from the newest file already
+    # ingested, is skipped (Spark's default, 7d, silently dropped restored archive files). Spark
+    # keeps a seen-file entry (path and mtime) per file within this age, in the driver's memory.
+    max_file_age: str = "3650d"
+    # A line longer than this goes to the dead letter (its first KiB and its size) unprocessed.
+    max_line_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+
+    @field_validator("max_file_age")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        if not re.fullmatch(r"\d+(ms|s|m|min|h|d)", v.strip()):
+            raise ValueError(f"{v!r} is not a duration; give a number with a unit (ms, s, m, h, d), e.g. `3650d`")
+        return v.strip()
 
 
 class KafkaSourceConfig(StrictModel):
@@ -223,6 +241,13 @@ class PartitionBy(StrictModel):
     # Name of the derived partition column; default follows the seeds (`year_month` for month).
     name: str | None = None
 
+    @field_validator("column")
+    @classmethod
+    def _column(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError(f"an empty column name{FIX_SEPARATOR}name the time column, e.g. `partition_by: {{column: create_time}}`")
+        return v
+
     @property
     def derived_name(self) -> str:
         if self.name:
@@ -233,8 +258,11 @@ class PartitionBy(StrictModel):
 class OdsTable(StrictModel):
     """One CDC source table and the ODS Hudi table it lands in."""
 
+    # `db.table`, or `db.schema.table` for a schema other than the default `public`/`dbo` of
+    # Postgres/SQL Server (framework/ods/routing.py).
     source: str
-    name: str | None = None
+    # Checked even when left out: the default, the source's table part, must be an identifier.
+    name: str | None = Field(default=None, validate_default=True)
     # Record key columns. Empty only with the Kafka source: then the message key gives them.
     key: list[str] = Field(default_factory=list)
     ordering: list[str] = Field(default_factory=list)
@@ -252,15 +280,31 @@ class OdsTable(StrictModel):
     @field_validator("source")
     @classmethod
     def _source(cls, v: str) -> str:
-        if v.count(".") != 1 or not all(v.split(".")):
-            raise ValueError("must be `<db>.<table>` as in the event's source block, e.g. test_db.user")
+        if v.count(".") not in (1, 2) or not all(v.split(".")):
+            raise ValueError(
+                "must be `<db>.<table>` or `<db>.<schema>.<table>` as in the event's source block, "
+                "e.g. test_db.user or inventory.sales.customers"
+            )
         return v
 
     @field_validator("name")
     @classmethod
-    def _table_name(cls, v: str | None) -> str | None:
+    def _table_name(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v is not None and not _IDENT.match(v):
             raise ValueError("must be letters, digits and underscores (it becomes ods.<name>)")
+        source = info.data.get("source")  # absent when `source` itself is wrong
+        if v is None and source:
+            # The name is a folder of the warehouse and a SQL name: `inventory./tmp/x` must not
+            # put a table at /tmp/x.
+            derived = source.rsplit(".", 1)[1].lower()
+            if not _IDENT.match(derived):
+                fixed = re.sub(r"[^a-z0-9_]+", "_", derived).strip("_") or "t"
+                fixed = "t_" + fixed if fixed[0].isdigit() else fixed
+                raise ValueError(
+                    f"the table name {derived!r} taken from `source:` is not letters, digits and "
+                    f"underscores (not starting with a digit){FIX_SEPARATOR}give the table a name, e.g. "
+                    f"`name: {fixed}` (it becomes ods.{fixed})"
+                )
         return v
 
     @field_validator("key")
@@ -268,6 +312,16 @@ class OdsTable(StrictModel):
     def _key(cls, v: list[str]) -> list[str]:
         if not v:  # explicitly empty; leaving `key` out is allowed with the Kafka source
             raise ValueError("give `key` as a non-empty list, e.g. `key: [id]`")
+        return v
+
+    @field_validator("ordering")
+    @classmethod
+    def _ordering(cls, v: list[str]) -> list[str]:
+        if any(not c.strip() for c in v):
+            raise ValueError(f"an empty column name{FIX_SEPARATOR}name the column(s), e.g. `ordering: [modify_time]`")
+        dup = sorted({c for c in v if v.count(c) > 1})
+        if dup:
+            raise ValueError(f"column {dup[0]!r} is listed twice{FIX_SEPARATOR}list each ordering column once")
         return v
 
     @field_validator("columns")
@@ -283,7 +337,7 @@ class OdsTable(StrictModel):
 
     @property
     def table_name(self) -> str:
-        return self.name or self.source.split(".", 1)[1].lower()
+        return self.name or self.source.rsplit(".", 1)[1].lower()
 
     @property
     def qualified_name(self) -> str:

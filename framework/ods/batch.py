@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import reduce
@@ -44,6 +43,8 @@ from framework.ods.envelope import (
 )
 from framework.ods.evolution import merge_batch_types, normalize
 from framework.ods.gate import BatchBlocked, check_table
+from framework.ods.routing import auto_table_name, routing_id, undeclared_parts
+from framework.ods.tablecheck import table_config_problem
 from framework.paths import Layout
 from models.config import OdsTable
 from models.records import BatchResult, TableBatchResult
@@ -174,7 +175,7 @@ class OdsBatchWriter:
             F.col("p.before").alias("before_raw"),
             F.col("p.after").alias("after_raw"),
             F.when(has_payload, F.col("env.schema")).alias("schema_raw"),
-            F.concat_ws(".", F.col("src.db"), F.col("src.table")).alias("tbl"),
+            routing_id(F.col("src"), self.all_sources).alias("tbl"),
             F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms")).alias("ts_raw"),
             D.position_seq(F.col("src"), F.col("p.ts_ms")).alias("pos_seq"),
             D.source_server(F.col("src")).alias("server"),
@@ -241,15 +242,21 @@ class OdsBatchWriter:
         env = F.from_json(F.col("value"), D.ENVELOPE, D.JSON_OPTS)
         src = F.coalesce(F.from_json(env["payload"], D.PAYLOAD)["source"], env["source"])
         s = F.from_json(src, D.SOURCE)
-        found = msgs.select(F.concat_ws(".", s["db"], s["table"]).alias("tbl")).where("tbl LIKE '%_._%'").distinct().collect()
+        found = (
+            msgs.select(routing_id(s, self.all_sources).alias("tbl"), s["db"].alias("db"), s["schema"].alias("schema"), s["table"].alias("table"))
+            .where((F.length("db") > 0) & (F.length("table") > 0))
+            .distinct()
+            .collect()
+        )
         names = {t.table_name for t in self.project.ods_tables} | {t.table_name for t in self.tables.values()}
-        for (tbl,) in found:
+        # Sorted: within a batch the names do not depend on the order Spark returns the rows.
+        for tbl, db, schema, table in sorted((r["tbl"], r["db"], r["schema"] or "", r["table"]) for r in found):
             if tbl in self.all_sources:
                 continue
-            db, table = tbl.split(".", 1)
-            name = re.sub(r"[^a-z0-9_]", "_", table.lower())
-            if name in names:
-                name = re.sub(r"[^a-z0-9_]", "_", f"{db}_{table}".lower())
+            name = auto_table_name(tbl, undeclared_parts(db, schema, table), names)
+            if name is None:  # undeclared: its events go to the dead letter as such
+                log.warning("auto_create: no ODS table for %s: a `.` in its db, schema or table name", tbl)
+                continue
             t = OdsTable(source=tbl, name=name, key=list(auto.key), type=auto.type)
             self.tables[tbl] = t
             self.all_sources.add(tbl)
@@ -277,7 +284,7 @@ class OdsBatchWriter:
         fields = F.when(kmap.getItem("schema").isNotNull() & inner.isNotNull(), F.map_keys(inner)).otherwise(F.map_keys(kmap))
         found = (
             msgs.where(F.col("msg_key").isNotNull())
-            .select(F.concat_ws(".", src["db"], src["table"]).alias("tbl"), fields.alias("fields"))
+            .select(routing_id(src, self.all_sources).alias("tbl"), fields.alias("fields"))
             .where(F.col("tbl").isin(missing) & (F.size("fields") > 0))
             .groupBy("tbl").agg(F.first("fields").alias("fields"))
             .collect()
@@ -466,6 +473,12 @@ class OdsBatchWriter:
             return p
         mine = parsed.where((F.col("tbl") == t.source) & (F.col("status") == "ok"))
         target, versions, rejected = self._resolve_columns(parsed, t, rows, st)
+        problem = table_config_problem(t, target, self.project.ods_files.get(t.table_name, "layers/ods/"))
+        if problem:  # this table's `ordering:` / `partition_by` cannot serve its events: its alone
+            p.dead.append(mine.where(F.col("op") != "t").withColumn("reason", F.lit(problem)))
+            tr.status, tr.reason = "dead_letter", problem
+            tr.dead_letter = p.dead_reasons[problem] = sum(r["n"] for r in rows if not r["is_truncate"])
+            return p
         p.target = target
         if rejected:
             version = F.coalesce(F.col("schema_hash"), F.lit(""))

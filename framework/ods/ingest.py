@@ -41,18 +41,35 @@ class Source(Protocol):
 
     def messages(self, spark: SparkSession, batch: DataFrame, batch_id: int) -> DataFrame: ...
 
+    def release(self) -> None:
+        """Free what `messages` cached for the micro-batch (called after it was processed)."""
+
 
 def _norm(path: str) -> str:
     return "/" + path.split(":", 1)[1].lstrip("/") if path.startswith("file:") else path
 
 
+# The `value` of a line longer than `max_line_bytes` becomes "lake: line too long (<n> bytes >
+# ...); it begins: <first KiB>": not JSON, so the line is dead-lettered instead of parsed.
+OVERSIZE = "lake: line too long"
+OVERSIZE_KEEP = 1024
+
+
 class FileSource:
-    """A directory of CDC files, one message per line; files are taken whole, in mtime order."""
+    """A directory of CDC files, one message per line, files in mtime order.
+
+    Spark's line-based `text` source reads the files, so a big file is split across tasks instead
+    of becoming one row. Line numbers are those of the whole file (blank lines count): within
+    one split the scan yields lines in file order, which `monotonically_increasing_id` (taken
+    right after the scan, before anything can reorder rows) preserves, and the splits of a file
+    are ordered by their start offset (`_metadata.file_block_start`).
+    """
 
     def __init__(self, project: Project, cfg: FileSourceConfig) -> None:
         self.cfg = cfg
         self.path = resolve_source_path(project, cfg.path)
         self.root = project.root
+        self._cached: DataFrame | None = None
 
     def check(self) -> None:
         if not self.path.exists():
@@ -67,41 +84,75 @@ class FileSource:
             )
 
     def stream(self, spark: SparkSession) -> DataFrame:
-        reader = spark.readStream.format("text").option("wholetext", True).option("pathGlobFilter", self.cfg.glob)
+        # lineSep "\n": only LF ends a line, as when files were split on "\n" (Spark's default also
+        # splits on a lone CR, which would renumber the lines of such a file).
+        reader = (
+            spark.readStream.format("text")
+            .option("lineSep", "\n")
+            .option("maxFileAge", self.cfg.max_file_age)
+            .option("pathGlobFilter", self.cfg.glob)
+        )
         if self.cfg.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", self.cfg.max_files_per_trigger)
         return reader.load(str(self.path)).select(
-            F.col("value").alias("content"),
+            F.col("value"),
             F.col("_metadata.file_path").alias("file"),
             F.col("_metadata.file_modification_time").alias("mtime"),
+            F.col("_metadata.file_block_start").alias("block"),
         )
 
     def messages(self, spark: SparkSession, batch: DataFrame, batch_id: int) -> DataFrame:
-        """Split files into lines; arrival order is (batch, file by mtime then name, line)."""
-        file_norm = F.regexp_replace(F.col("file"), r"^file:/+", "/")
-        rel = F.regexp_replace(file_norm, "^" + re.escape(str(self.root)) + "/", "")
-        lines = batch.select(
-            file_norm.alias("fn"),
-            rel.alias("rel"),
+        """Number the lines; arrival order is (batch, file by mtime then name, line)."""
+        size = F.octet_length(F.col("value"))
+        limit = self.cfg.max_line_bytes
+        value = F.when(
+            size > limit,
+            F.concat(F.lit(f"{OVERSIZE} ("), size.cast("string"),
+                     F.lit(f" bytes > ods.source.max_line_bytes {limit}); it begins: "), F.substring(F.col("value"), 1, OVERSIZE_KEEP)),
+        ).otherwise(F.col("value"))
+        # The id first, on the scan's own rows: it is the position of a line within its task.
+        scanned = batch.select(
+            F.monotonically_increasing_id().alias("mono"),
+            value.alias("value"),
+            F.regexp_replace(F.col("file"), r"^file:/+", "/").alias("fn"),
             F.col("mtime"),
-            F.posexplode(F.split(F.col("content"), "\n")).alias("ln", "value"),
-        )
-        lines = lines.withColumn("value", F.regexp_replace("value", "\r$", "")).where(F.trim("value") != "")
-        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
-        files = lines.select("mtime", "fn").distinct().collect()
-        ranked = sorted((r["mtime"], r["fn"]) for r in files)
+            F.col("block"),
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached = scanned
+        splits = scanned.groupBy("fn", "mtime", "block").agg(F.count(F.lit(1)).alias("n"), F.min("mono").alias("first")).collect()
+        ranked = sorted({(r["mtime"], r["fn"]) for r in splits})
         index = {fn: i for i, (_, fn) in enumerate(ranked)}
-        file_idx = F.create_map(*[x for fn, i in index.items() for x in (F.lit(fn), F.lit(i))])[F.col("fn")] if index else F.lit(0)
+        # Per split: its file's index, and what turns a row's id into its line number (lines
+        # of the file's earlier splits, minus the split's first id, plus one).
+        offsets: list[tuple[str, int, int, int]] = []
+        done: dict[str, int] = {}
+        for r in sorted(splits, key=lambda r: (r["fn"], r["block"])):
+            before = done.get(r["fn"], 0)
+            offsets.append((r["fn"], r["block"], index[r["fn"]], before - r["first"] + 1))
+            done[r["fn"]] = before + r["n"]
+        numbering = spark.createDataFrame(offsets, "fn string, block bigint, file_idx int, base bigint")
+        rel = F.regexp_replace(F.col("fn"), "^" + re.escape(str(self.root)) + "/", "")
+        lines = scanned.join(F.broadcast(numbering), ["fn", "block"]).select(
+            rel.alias("rel"),
+            F.col("file_idx"),
+            (F.col("mono") + F.col("base")).alias("ln"),
+            F.regexp_replace("value", "\r$", "").alias("value"),
+        ).where(F.trim("value") != "")
         return lines.select(
             F.col("value"),
-            F.concat(F.col("rel"), F.lit(":"), (F.col("ln") + 1).cast("string")).alias("loc"),
+            F.concat(F.col("rel"), F.lit(":"), F.col("ln").cast("string")).alias("loc"),
             F.concat(
                 F.lpad(F.lit(str(batch_id)), 12, "0"),
-                F.lpad(F.coalesce(file_idx, F.lit(0)).cast("string"), 6, "0"),
-                F.lpad((F.col("ln") + 1).cast("string"), 9, "0"),
+                F.lpad(F.col("file_idx").cast("string"), 6, "0"),
+                F.lpad(F.col("ln").cast("string"), 9, "0"),
             ).alias("arrival"),
             F.col("rel").alias("origin"),
         )
+
+    def release(self) -> None:
+        if self._cached is not None:
+            self._cached.unpersist()
+            self._cached = None
 
 
 def make_source(project: Project) -> Source:
@@ -113,12 +164,26 @@ def make_source(project: Project) -> Source:
     return KafkaSource(project, src)
 
 
+STREAM_CHECKPOINT = "stream"  # Spark's checkpoint, beside lake_stream_id
+
+
 def stream_id(checkpoint: Path) -> str:
-    """The id of a streaming checkpoint (new checkpoint, new id)."""
+    """The id of a streaming checkpoint: kept while Spark's checkpoint has a batch, new when not.
+
+    Spark numbers micro-batches from 0 again when `<checkpoint>/stream/offsets` holds no batch
+    file (a new checkpoint, or one deleted without `lake_stream_id` beside it). Under the old id
+    those batches would look like replays of committed ones and be skipped (`already_committed`).
+    Spark writes `offsets/<n>` before it runs batch n, so a crash during batch 0 keeps the id and
+    its replay is recognised.
+    """
     checkpoint.mkdir(parents=True, exist_ok=True)
     f = checkpoint / "lake_stream_id"
-    if not f.exists():
-        f.write_text(uuid.uuid4().hex)
+    offsets = checkpoint / STREAM_CHECKPOINT / "offsets"
+    started = offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())  # not .crc/.tmp
+    if not f.exists() or not started:
+        tmp = checkpoint / f".lake_stream_id.{os.getpid()}"
+        tmp.write_text(uuid.uuid4().hex)
+        os.replace(tmp, f)
     return f.read_text().strip()
 
 
@@ -168,11 +233,13 @@ def run_ingest(
                 summary.batches.append(e.result)  # the tables that committed are in the record
             failure.append(e)
             raise
+        finally:
+            source.release()
         summary.batches.append(result)
         if on_batch:
             on_batch(result)
 
-    writer_stream = source.stream(spark).writeStream.foreachBatch(handle).option("checkpointLocation", str(ckpt / "stream"))
+    writer_stream = source.stream(spark).writeStream.foreachBatch(handle).option("checkpointLocation", str(ckpt / STREAM_CHECKPOINT))
     if continuous:
         secs = trigger_seconds or project.config.ods.trigger_seconds
         writer_stream = writer_stream.trigger(processingTime=f"{secs} seconds")

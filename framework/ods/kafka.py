@@ -107,3 +107,6 @@ class KafkaSource:
             ).alias("arrival"),
             F.col("topic").alias("origin"),
         )
+
+    def release(self) -> None:
+        """Nothing cached per micro-batch."""

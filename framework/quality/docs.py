@@ -4,10 +4,17 @@ GE 1.x renders Data Docs from its validation-results store. An ephemeral context
 filesystem Data Docs site at `<report dir>/gx` is enough: the stored GE JSON is loaded
 back into that context's (in-memory) store and rendered, so evaluation never writes GE state and
 `lake report` can run long after the build, in another process.
+
+GE's renderer escapes what it formats through its string templates (expectation arguments,
+exception messages), but puts the validated data into the page raw: unexpected values and their
+counts, sample rows, observed values, and exception tracebacks (reproduced with GE 1.24: a
+`<script>` in a row value ran in the reader's browser). So a copy of each result with those
+strings HTML-escaped is what GE renders (`_escaped`); the stored results stay as they were.
 """
 
 from __future__ import annotations
 
+import html
 import os
 from pathlib import Path
 from typing import Any
@@ -52,7 +59,7 @@ def build_data_docs(out: Path, records: list[ModelQuality]) -> dict[tuple[str, s
     for record in records:
         run = RunIdentifier(run_name=record.run_id, run_time=record.evaluated_at)
         for ge in record.ge_results:
-            result = schema.load(ge)
+            result = schema.load(_escaped(ge))
             suite = result.suite_name
             key = ValidationResultIdentifier(ExpectationSuiteIdentifier(name=suite), run, "batch")
             ctx.validation_results_store.set(key, result)
@@ -64,3 +71,37 @@ def build_data_docs(out: Path, records: list[ModelQuality]) -> dict[tuple[str, s
     if keys:
         ctx.build_data_docs(site_names=[SITE], resource_identifiers=keys)
     return pages
+
+
+def _escaped(ge: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a suite result whose data-bearing parts GE renders raw are HTML-escaped: each
+    expectation's `result` (keys too: sample rows are keyed by column name, and GE looks those up
+    by the equally escaped `unexpected_index_column_names`) and exception tracebacks."""
+    out = dict(ge)
+    out["results"] = []
+    for r in ge.get("results") or []:
+        r = dict(r)
+        if isinstance(r.get("result"), dict):
+            r["result"] = _escape_all(r["result"])
+        info = r.get("exception_info")
+        if isinstance(info, dict):  # flat, or keyed by the metric that raised
+            flat = "exception_traceback" in info
+            r["exception_info"] = _escape_traceback(info) if flat else {
+                k: _escape_traceback(v) if isinstance(v, dict) else v for k, v in info.items()}
+        out["results"].append(r)
+    return out
+
+
+def _escape_all(v: Any) -> Any:
+    if isinstance(v, str):
+        return html.escape(v)
+    if isinstance(v, dict):
+        return {(html.escape(k) if isinstance(k, str) else k): _escape_all(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_escape_all(x) for x in v]
+    return v
+
+
+def _escape_traceback(info: dict[str, Any]) -> dict[str, Any]:
+    tb = info.get("exception_traceback")
+    return {**info, "exception_traceback": html.escape(tb)} if isinstance(tb, str) else info

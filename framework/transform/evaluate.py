@@ -13,7 +13,7 @@ from framework.errors import LakeError
 from framework.history import new_run_id
 from framework.paths import Layout
 from framework.transform import strategies
-from framework.transform.analyses import Analyses
+from framework.transform.analysis import Analyses
 from framework.transform.commit import Committer
 from framework.transform.context import BuildContext
 from framework.transform.gate import ModelGate

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,7 +20,8 @@ from sqlglot import exp
 
 from framework.config import Project, load_model
 from framework.errors import ConfigError, ConfigIssue
-from models.config import ModelConfig
+from framework.transform.analysis import strategy_issues
+from models.config import _IDENT, ModelConfig
 
 MODEL_LAYERS = ("dwd", "dws")
 
@@ -82,6 +84,11 @@ def load_models(project: Project) -> dict[str, Model]:
                 issues.append(ConfigIssue(rel + paths[0].name, None, "(file)", f"both {', '.join(p.name for p in paths)} define {layer}.{stem}", "keep one of them"))
                 continue
             path = paths[0]
+            if not _IDENT.match(stem):
+                fixed = re.sub(r"[^A-Za-z0-9_]", "_", stem)
+                fixed = "m_" + fixed if fixed[:1].isdigit() else fixed
+                issues.append(ConfigIssue(rel + path.name, None, "(file)", f"{layer}.{stem} is not a name of letters, digits and underscores (not starting with a digit): it names the model's folder and SQL table", f"rename the file (and its .yaml), e.g. to {fixed}{path.suffix}"))
+                continue
             cfg_path = path.with_suffix(".yaml")
             cfg: ModelConfig | None = ModelConfig()
             if cfg_path.exists():
@@ -120,6 +127,8 @@ def load_models(project: Project) -> dict[str, Model]:
                 issues.append(ConfigIssue(m.rel, None, "upstream", f"unknown table {u}", f"did you mean {hint[0]}?" if hint else f"known tables: {', '.join(sorted(known))}"))
             if u == m.name:
                 issues.append(ConfigIssue(m.rel, None, "upstream", f"{m.name} reads itself", "a model cannot read its own output"))
+    if not issues:
+        issues += strategy_issues(project, found)
     if issues:
         raise ConfigError(issues)
     return found

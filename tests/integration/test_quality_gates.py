@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +229,33 @@ def _render_in_chromium(page: Path, check: str) -> None:
     subprocess.run([*base, f"--screenshot={ARTIFACTS / 'report.png'}", "--window-size=1280,900", page.as_uri()],
                    capture_output=True, timeout=120, check=True)
     assert (ARTIFACTS / "report.png").stat().st_size > 0
+
+
+# Row values that run code if a page puts them into its HTML raw: each marks the page if it runs.
+SCRIPT = "<script>document.title='pwned';document.documentElement.setAttribute('data-pwned','script')</script>"
+IMG = "<img src=x onerror=\"document.title='pwned';document.documentElement.setAttribute('data-pwned','img')\">"
+
+
+def test_report_pages_show_markup_in_row_values_as_text_in_chromium(tmp_path: Path, spark: Any) -> None:
+    lp = _project(tmp_path)
+    lp.write_cdc([_user("c", 1, "sh", 5, 1), _user("c", 2, SCRIPT, 12, 2), _user("c", 3, IMG, 3, 3)])
+    lp.ingest(spark)
+    _checks(lp, "checks:\n  - accepted_values: {column: city, values: [sh]}\n    name: only_shanghai\n    severity: warn\n")
+    (res,) = build(spark, lp.project, ["dws.users_by_city"], [], incremental=False)
+    assert res.mode == "full" and [(c.name, c.failing) for c in res.checks] == [("only_shanghai", 2)]
+    r = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(lp.root), "report", "--open"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    run_page = Path(r.stdout.strip())
+    (ge_page,) = (lp.root / "out" / "report" / "gx" / "validations").rglob("*.html")
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("needs chromium (make install installs Debian's chromium package when run as root)")
+    for page in (ge_page, run_page):
+        dom = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                              "--user-data-dir=" + str(tmp_path / ".chromium"), "--dump-dom", page.as_uri()],
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+        assert "only_shanghai" in dom or "city" in dom, dom[:2000]  # the page rendered
+        assert "data-pwned=" not in dom and "<title>pwned</title>" not in dom, f"{page.name}: injected markup ran"
+        for value in (SCRIPT, IMG):  # shown as text: the DOM serialises it with < and > escaped
+            assert value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in dom, f"{page.name}: {value} not shown"

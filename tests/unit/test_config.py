@@ -121,3 +121,13 @@ def test_recompute_threshold_default_and_bad_value(tmp_path: Path) -> None:
         load_project(_project(tmp_path / "bad", "name: demo\nbuild:\n  recompute_below_mib: -1\n"))
     text = str(e.value)
     assert "lake.yaml:3" in text and "build.recompute_below_mib" in text and "greater than or equal to 0" in text
+
+
+def test_file_source_max_file_age_and_line_size(tmp_path: Path) -> None:
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "bad").mkdir()
+    src = load_project(_project(tmp_path / "ok", "name: demo\n")).config.ods.source
+    assert src.kind == "files" and src.max_file_age == "3650d" and src.max_line_bytes == 64 * 1024 * 1024
+    with pytest.raises(ConfigError) as e:
+        load_project(_project(tmp_path / "bad", "name: demo\nods:\n  source: {kind: files, max_file_age: 10 years}\n"))
+    assert "ods.source" in str(e.value) and "e.g. `3650d`" in str(e.value)

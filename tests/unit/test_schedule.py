@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -202,3 +203,30 @@ def test_sigterm_lets_the_running_step_finish_then_exits_0(tmp_path: Path) -> No
     assert "table dws.user_agg is locked by pid" in after
     assert after.index("agg: failed (exit 1)") < after.index("stopped")
     assert out.count("agg: started") == 1
+
+
+@pytest.mark.parametrize("folder", [
+    'x"""; import os; os.system("touch PWNED"); """',
+    'y\n"""\nimport os\nos.system("touch PWNED")\n"""\n#',
+    "z'''\\\"; __import__('os').system('touch PWNED') #{project}",
+])
+def test_airflow_file_takes_a_crafted_project_path_only_as_string_literals(tmp_path: Path, folder: str) -> None:
+    root = _project(tmp_path / folder, "  - {name: nightly, cron: '0 2 * * *', what: run}\n")
+    out_file = tmp_path / "dags.py"
+    out = CliRunner().invoke(main, ["--project", str(root), "schedule", "--airflow", str(out_file)])
+    assert out.exit_code == 0, out.output
+    source = out_file.read_text(encoding="utf-8")
+    tree = ast.parse(source, "dags.py")  # parses: no syntax broken open
+    compile(source, "dags.py", "exec")  # and byte-compiles (a `from __future__` pushed down would not)
+    kinds = [type(n).__name__ for n in tree.body]
+    assert kinds == ["Expr", "ImportFrom", "Import", "ImportFrom", "Try", "Assign", "With"]
+    assert ast.literal_eval(tree.body[5].value) == str(root)  # type: ignore[attr-defined]
+    # Nothing is called but the DAG, its operators and pendulum.datetime, and no name but those.
+    calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert calls == {"DAG", "BashOperator", "pendulum.datetime"}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert names <= {"DAG", "BashOperator", "ImportError", "pendulum", "PROJECT", "dag_nightly", "ingest", "build"}
+    # The path is in string constants only: PROJECT, and quoted for the shell in each command.
+    holders = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and "PWNED" in n.value]
+    assert holders and all(h == str(root) or shlex.split(h)[2] == str(root) for h in holders)
+    assert not list(tmp_path.rglob("PWNED"))
