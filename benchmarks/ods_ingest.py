@@ -277,13 +277,17 @@ def instrument(spark: Any, phases: Phases) -> None:
 
         setattr(owner, attr, wrapper)
 
+    from framework.ods import prepare as prepare_mod
+
     W = batch_mod.OdsBatchWriter
     wrap(ingest_mod.FileSource, "messages", lambda *a, **k: "split files into lines (messages)")
-    wrap(W, "process", lambda *a, **k: "parse + classify + batch summary (collect)")
+    wrap(W, "process", lambda *a, **k: "parse + classify (envelopes, auto_create, keys)")
+    wrap(batch_mod, "summarize", lambda *a, **k: "batch summary (collect)")
     wrap(W, "_state", lambda self, t: f"{t.table_name}: table state (timeline)")
-    wrap(W, "_resolve_columns", lambda self, parsed, t, *a: f"{t.table_name}: resolve column types")
-    wrap(W, "_write_table", lambda self, parsed, t, *a: f"{t.table_name}: decode + persist + counts")
-    wrap(W, "_write_dead_letter", lambda *a, **k: "dead letter (isEmpty check / write)")
+    wrap(prepare_mod, "resolve_columns", lambda parsed, t, *a: f"{t.table_name}: resolve column types")
+    wrap(batch_mod, "prepare", lambda ctx, parsed, t, *a: f"{t.table_name}: decode + persist + counts")
+    wrap(batch_mod, "commit_table", lambda ctx, p, *a: f"{p.table.table_name}: gate + commit")
+    wrap(batch_mod, "write_dead_letter", lambda *a, **k: "dead letter (isEmpty check / write)")
     wrap(hudi, "write", lambda df, path, *a: f"{Path(path).name}: Hudi upsert (+CDC log, commit)")
 
 

@@ -173,7 +173,7 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
     with locked(project, names, lock_timeout):
         spark = spark_session(project)
         live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.IngestProgress(obj.console)
-        from framework.ods.gate import BatchBlocked
+        from framework.quality.ods_gate import BatchBlocked
 
         with recorded(project, "ingest") as rec, live as bar:
             try:
@@ -289,7 +289,7 @@ def check(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
 
     Exits 1 if an error-severity check fails. Results are stored (see `lake report`)."""
     from framework import report
-    from framework.quality.current import check_tables, targets
+    from framework.commands.check import check_tables, targets
     from framework.session import spark_session
     from models.records import ModelResult
 

@@ -18,9 +18,9 @@ from pyspark.sql import SparkSession
 
 from framework import history
 from framework.config import Project
-from framework.ods.gate import BatchBlocked
 from framework.ods.ingest import run_ingest
 from framework.paths import Layout
+from framework.quality.ods_gate import BatchBlocked
 from framework.transform.dag import select
 from framework.transform.runner import build, load
 from models.records import Freshness, IngestSummary, ModelResult, RunRecord

@@ -47,10 +47,11 @@ class IngestFailed(LakeError):
 
 
 class QualityGateError(LakeError):
-    """Error-severity checks failed: nothing was committed (framework/quality/gate.py words it)."""
+    """Error-severity checks failed: nothing was committed (framework/quality/checks.py words it)."""
 
     def __init__(self, message: str, *, model: str, failed: list[str], report: str | None, fix: str) -> None:
         super().__init__(message, fix=fix)
         self.model = model
         self.failed = failed
         self.report = report
+        self.outcome: object = None  # the gate's GateResult (framework/quality/checks.py), set by the gate

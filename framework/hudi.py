@@ -105,6 +105,14 @@ def write_options(
         "hoodie.keep.min.commits": "60",
         "hoodie.keep.max.commits": "80",
     }
+    opts.update(_layout_options(key, ordering, partition, table_type))
+    opts.update(extra or {})
+    return opts
+
+
+def _layout_options(key: list[str], ordering: str | None, partition: str | None, table_type: str) -> dict[str, str]:
+    """Key generator, merge mode, the index a partitioned table needs, MOR compaction."""
+    opts: dict[str, str] = {}
     if len(key) > 1:
         opts["hoodie.datasource.write.keygenerator.class"] = (
             "org.apache.hudi.keygen.ComplexKeyGenerator" if partition else "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
@@ -125,7 +133,6 @@ def write_options(
     if table_type == "mor":
         opts["hoodie.compact.inline"] = "true"
         opts["hoodie.compact.inline.max.delta.commits"] = "5"
-    opts.update(extra or {})
     return opts
 
 

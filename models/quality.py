@@ -185,20 +185,7 @@ def parse_check(item: object) -> tuple[list[CheckSpec], list[Issue]]:
     if "on" in item and key != "sql":
         issues.append(Issue(("on",), "`on` applies to `sql:` checks only", "remove `on:`; GE expectations run where their kind says (rows or table)"))
     if key == "sql":
-        issues += _sql_issues(value)
-        if label is None:
-            issues.append(Issue(("name",), "a `sql:` check needs a name", "add `name: <what it checks>`, e.g. `name: no_negative_amounts`"))
-        on = item.get("on", "rows")
-        if on not in ("rows", "table"):
-            issues.append(Issue(("on",), f"{on!r} is not rows or table", "use rows (the rows being written, the default) or table (the table after the commit)"))
-        elif on == "table" and severity == "drop":
-            issues.append(Issue(("severity",), "drop needs the check to run on the rows being written", "use `on: rows`, or severity error or warn"))
-        if issues:
-            return [], issues
-        assert isinstance(value, str) and isinstance(label, str)
-        spec = CheckSpec(name=label, expectation=SQL_EXPECTATION, kwargs={"unexpected_rows_query": gx_query(value)},
-                         severity=severity, kind="sql", on=on, sql=value)
-        return [spec], []
+        return _sql_check(item, value, label, severity, issues)
     renamed: dict[str, str] = {}
     if key in SHORTHANDS:
         calls, found, renamed = _shorthand(key, value)
@@ -228,6 +215,24 @@ def parse_check(item: object) -> tuple[list[CheckSpec], list[Issue]]:
             specs.append(CheckSpec(name=name, expectation=expectation, kwargs=kwargs, severity=severity, kind=level,
                                    on="rows" if level == "row" else "table"))
     return ([], issues) if issues else (specs, [])
+
+
+def _sql_check(item: dict[Any, Any], query: object, label: str | None, severity: str, issues: list[Issue]) -> tuple[list[CheckSpec], list[Issue]]:
+    """A `sql:` check item -> its CheckSpec, or issues."""
+    issues = issues + _sql_issues(query)
+    if label is None:
+        issues.append(Issue(("name",), "a `sql:` check needs a name", "add `name: <what it checks>`, e.g. `name: no_negative_amounts`"))
+    on = item.get("on", "rows")
+    if on not in ("rows", "table"):
+        issues.append(Issue(("on",), f"{on!r} is not rows or table", "use rows (the rows being written, the default) or table (the table after the commit)"))
+    elif on == "table" and severity == "drop":
+        issues.append(Issue(("severity",), "drop needs the check to run on the rows being written", "use `on: rows`, or severity error or warn"))
+    if issues:
+        return [], issues
+    assert isinstance(query, str) and isinstance(label, str)
+    spec = CheckSpec(name=label, expectation=SQL_EXPECTATION, kwargs={"unexpected_rows_query": gx_query(query)},
+                     severity=severity, kind="sql", on=on, sql=query)
+    return [spec], []
 
 
 def _drop_issues(key: str, expectation: str, kwargs: dict[str, Any], level: str) -> list[Issue]:

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pyspark import StorageLevel
 from pyspark.errors import StreamingQueryException
@@ -28,8 +28,8 @@ from pyspark.sql import functions as F
 from framework.config import Project
 from framework.errors import EnvironmentProblem, IngestFailed, LakeError
 from framework.ods.batch import OdsBatchWriter, resolve_source_path
-from framework.ods.gate import BatchBlocked
 from framework.paths import Layout
+from framework.quality.ods_gate import BatchBlocked
 from models.config import FileSourceConfig
 from models.records import BatchResult, IngestSummary
 
@@ -246,7 +246,26 @@ def run_ingest(
     else:
         writer_stream = writer_stream.trigger(availableNow=True)
     query = writer_stream.queryName(f"lake_ods_{sid[:8]}").start()
-    stop = stop_event or threading.Event()
+    exc = _await(query, stop_event or threading.Event(), continuous)
+    summary.finished_at = datetime.now(timezone.utc)
+    if failure:
+        summary.status, summary.error = "failed", str(failure[0])
+        err = failure[0]
+        if isinstance(err, BatchBlocked):
+            err.summary = summary
+        if isinstance(err, LakeError):
+            raise err
+        raise IngestFailed(f"ingest failed in a micro-batch: {err}", fix="rerun with --debug for the stack trace; committed tables are consistent and the batch is retried on the next run") from err
+    if exc is not None:
+        summary.status, summary.error = "failed", str(exc)
+        raise IngestFailed(f"the streaming query failed: {str(exc).splitlines()[0]}", fix="see warehouse/_lake/logs/spark.log; rerun with --debug")
+    summary.status = "ok"
+    return summary
+
+
+def _await(query: Any, stop: threading.Event, continuous: bool) -> Any:
+    """Wait for the query to end (available-now) or to be stopped (continuous: SIGINT/SIGTERM set
+    `stop`; the micro-batch in flight finishes first); the query's exception, if any."""
     previous = {}
     if continuous and threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -262,22 +281,8 @@ def run_ingest(
             try:
                 query.awaitTermination(1)
             except StreamingQueryException:
-                break  # reported below from `failure` or query.exception()
-        exc = query.exception()
+                break  # reported by the caller from its failures or query.exception()
+        return query.exception()
     finally:
         for sig, h in previous.items():
             signal.signal(sig, h)
-    summary.finished_at = datetime.now(timezone.utc)
-    if failure:
-        summary.status, summary.error = "failed", str(failure[0])
-        err = failure[0]
-        if isinstance(err, BatchBlocked):
-            err.summary = summary
-        if isinstance(err, LakeError):
-            raise err
-        raise IngestFailed(f"ingest failed in a micro-batch: {err}", fix="rerun with --debug for the stack trace; committed tables are consistent and the batch is retried on the next run") from err
-    if exc is not None:
-        summary.status, summary.error = "failed", str(exc)
-        raise IngestFailed(f"the streaming query failed: {str(exc).splitlines()[0]}", fix="see warehouse/_lake/logs/spark.log; rerun with --debug")
-    summary.status = "ok"
-    return summary

@@ -1,11 +1,9 @@
-"""Quality gates: evaluate declared checks with Great Expectations before a Hudi commit.
+"""Quality: checks declared under `checks:` evaluated with Great Expectations, and the gates that
+run them before every Hudi commit.
 
-`evaluate(...)` -> QualityOutcome (gate.py); results stored with `store.save`; Data Docs and the
-run page built by `docs.build_data_docs` and `report.write_run_page`.
+- `checks.py`: `evaluate(...)` -> QualityOutcome (GE validation, failing rows, drop split);
+- `model_gate.py` / `ods_gate.py`: the gate of a model build and of an ODS table's micro-batch,
+  both answering with a `GateResult`;
+- `store.py`, `quarantine.py`: where results and rejected rows go;
+- `report.py`, `docs.py`: the run pages and GE Data Docs of `lake report`.
 """
-
-from __future__ import annotations
-
-from framework.quality.gate import FAILED_CHECKS, MODEL, RUN_ID, QualityOutcome, evaluate, split
-
-__all__ = ["FAILED_CHECKS", "MODEL", "RUN_ID", "QualityOutcome", "evaluate", "split"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from framework import hudi
 from framework.paths import Layout
-from framework.quality.gate import RUN_ID
+from framework.quality.checks import RUN_ID
 from models.quality_result import ModelQuality
 from models.records import CheckOutcome
 

@@ -32,6 +32,11 @@ def report_dir(project: Project) -> Path:
     return project.root / "out" / "report"
 
 
+def run_page(project: Project, run_id: str) -> Path:
+    """The page `lake report` writes for `run_id` (named in quality gate errors)."""
+    return report_dir(project) / "runs" / f"{run_id}.html"
+
+
 def _status(r: CheckResult) -> str:
     if r.success:
         return '<span class="pass">pass</span>'
@@ -45,7 +50,7 @@ def _status(r: CheckResult) -> str:
 def _samples(r: CheckResult) -> str:
     if r.success or not r.samples:
         return ""
-    from framework.quality.gate import render_samples
+    from framework.quality.checks import render_samples
 
     return f"<pre>{html.escape(render_samples(r.samples))}</pre>"
 

@@ -9,6 +9,7 @@ data, so a crash leaves either the old commit or the new one.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -16,10 +17,12 @@ from pyspark.sql import functions as F
 from framework import hudi
 from framework.columns import lake_key, visible_columns
 from framework.config import Project
+from framework.errors import LakeError
 from framework.faults import failpoint
+from framework.held import Held, is_held
 from framework.paths import Layout
-from framework.transform.gate import ModelGate
-from framework.transform.held import Held
+from framework.quality.checks import GateResult
+from framework.quality.model_gate import ModelGate
 from framework.transform.loader import Model
 from framework.transform.plan import ModelPlan
 from framework.transform.reader import TableReader
@@ -28,6 +31,15 @@ from framework.transform.strategy import Analysis
 # Upstream commits a model's checkpoint may lag before a build that writes no row commits anyway
 # (empty) to move it (Committer._lagging). Well below the cleaner's default retention (50).
 ADVANCE_AFTER = 10
+
+
+@dataclass(frozen=True)
+class Written:
+    """What one model build committed: rows upserted and deleted, and what its gate found."""
+
+    rows: int
+    deletes: int
+    gate: GateResult
 
 
 class Committer:
@@ -41,16 +53,21 @@ class Committer:
         self.gate = gate
         self.local = project.config.spark.master.startswith("local")
 
-    def write(self, p: ModelPlan, rows: DataFrame, scope: DataFrame | None, scope_col: str = "_lake_key") -> tuple[int, int]:
+    def write(self, p: ModelPlan, rows: DataFrame, scope: DataFrame | None, scope_col: str = "_lake_key") -> Written:
         """Upsert `rows`; delete target rows inside `scope` (None: the whole table) not in `rows`.
         Without a key, a row's key is all its visible columns (set semantics). Without a scope
         (full rebuilds and recomputes: every row of the model), rows equal to the table's row of
         their key (every column, NULL-safe) are not written, so the commit and its CDC stay as
         small as the change and downstream models read only that."""
         m, a = p.model, p.analysis
+        keyless = not a.key
         key = list(a.key or ()) or visible_columns(rows)
         path = self.layout.table(m.name)
         out = rows.withColumn("_lake_key", lake_key(key))
+        if keyless:
+            # A row is its values (set semantics): an upsert keeps one row per value, but a first
+            # write (Hudi's insert) would keep each duplicate.
+            out = out.dropDuplicates(["_lake_key"])
         if "_deleted" not in out.columns:
             out = out.withColumn("_deleted", F.lit(False))
         gone = None
@@ -59,21 +76,27 @@ class Committer:
             out = out.where("_lake_rows > 0")
         out = out.withColumn("_hoodie_is_deleted", F.lit(False))
         exists = hudi.table_exists(path)
+        # A key from the model's YAML may not be unique; the others are by construction (GROUP BY,
+        # DISTINCT, an upstream's key). Hudi's insert (a first write) would store each duplicate
+        # and later upserts keep one of them: refuse instead.
+        declared = bool(m.config.key) and a.strategy in ("rescan", "full") and not keyless
         held = Held()
         try:
             # Into an existing table, the rows are used twice or more (upserts, the anti-join that
             # finds the deletes, the diff): keep them rather than evaluate the model's query again.
-            if exists:
+            if exists or declared:
                 out = held(out)
+            if declared:
+                _reject_duplicate_keys(m, key, out)
             # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
             # are deleted below like any key the query no longer returns.
-            if m.config.checks:
-                out = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
+            out, gate = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
             deletes = None
             if exists:
                 out, deletes = self._diff(m, out, scope, scope_col, gone)
-            final = held(out if deletes is None else out.unionByName(deletes))
-            return self._commit(p, a, final, exists)
+            final = out if deletes is None and is_held(out) else held(out if deletes is None else out.unionByName(deletes))
+            written, deleted = self._commit(p, a, final, exists)
+            return Written(written, deleted, gate)
         finally:
             held.release()
             self.gate.release()
@@ -129,6 +152,23 @@ class Committer:
         by ADVANCE_AFTER commits, or by half the cleaner's retention if that is fewer."""
         retained = hudi.clean_retained(self.project.config.hudi)
         return max(p.pending.values(), default=0) >= max(1, min(ADVANCE_AFTER, retained // 2))
+
+
+def _reject_duplicate_keys(m: Model, key: list[str], rows: DataFrame) -> None:
+    """Fail the model when two rows to write share a key (one aggregation over the held rows)."""
+    dup = rows.groupBy("_lake_key").agg(F.count(F.lit(1)).alias("n")).where("n > 1")
+    sample = dup.limit(5).collect()
+    if not sample:
+        return
+    total = dup.agg(F.count(F.lit(1)).alias("keys"), F.sum("n").alias("rows")).first()
+    assert total is not None
+    shown = "; ".join(", ".join(f"{c}={v}" for c, v in zip(key, json.loads(r["_lake_key"]), strict=True)) for r in sorted(sample, key=lambda r: r["_lake_key"]))
+    raise LakeError(
+        f"{m.name}: {total['keys']} value(s) of its key ({', '.join(key)}) occur in more than one row "
+        f"({total['rows']} rows) among the rows to write, e.g. {shown}; its table keeps one row per key",
+        fix=f"set `key:` in layers/{m.layer}/{m.stem}.yaml to the columns that identify a row, "
+            f"or make {m.rel} return one row per key (GROUP BY, DISTINCT, a filter)",
+    )
 
 
 def _changed_rows(out: DataFrame, target: DataFrame) -> DataFrame:

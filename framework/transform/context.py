@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from framework.transform.commit import Committer
+from framework.transform.commit import Committer, Written
 from framework.transform.loader import Model
 from framework.transform.plan import ModelPlan
 from framework.transform.query import run_query
@@ -36,6 +36,6 @@ class BuildContext:
         persisting it measured slower at 1 M rows, see BENCHMARKS.md)."""
         return self.reader.change(u, key, p.begin[u], p.end[u])
 
-    def write(self, p: ModelPlan, rows: DataFrame, scope: DataFrame | None, scope_col: str = "_lake_key") -> tuple[int, int]:
+    def write(self, p: ModelPlan, rows: DataFrame, scope: DataFrame | None, scope_col: str = "_lake_key") -> Written:
         """Commit `rows` (see Committer.write)."""
         return self.committer.write(p, rows, scope, scope_col)

@@ -12,11 +12,11 @@ from framework.config import Project
 from framework.errors import LakeError
 from framework.history import new_run_id
 from framework.paths import Layout
+from framework.quality.model_gate import ModelGate
 from framework.transform import strategies
 from framework.transform.analysis import Analyses
 from framework.transform.commit import Committer
 from framework.transform.context import BuildContext
-from framework.transform.gate import ModelGate
 from framework.transform.loader import Model
 from framework.transform.plan import BuildLimits, ModelPlan, PlanError, needs_sizes, plan_model
 from framework.transform.reader import TableReader
@@ -71,6 +71,8 @@ class Evaluator:
         res = ModelResult(model=p.model.name, strategy=p.analysis.strategy, mode=p.mode, reason=p.reason, upstream=dict(p.end))
         if p.mode == "noop":
             return res
-        res.rows_written, res.rows_deleted = strategies.for_plan(p)(self.ctx, p)
+        done = strategies.for_plan(p)(self.ctx, p)
+        res.rows_written, res.rows_deleted = done.rows, done.deletes
+        res.rows_quarantined, res.checks = done.gate.quarantined, list(done.gate.checks)
         res.seconds = round(time.time() - t0, 3)
         return res

@@ -79,46 +79,9 @@ def load_models(project: Project) -> dict[str, Model]:
             if p.suffix in (".sql", ".py") and not p.name.startswith(("_", ".")):
                 stems.setdefault(p.stem, []).append(p)
         for stem, paths in stems.items():
-            rel = f"layers/{layer}/"
-            if len(paths) > 1:
-                issues.append(ConfigIssue(rel + paths[0].name, None, "(file)", f"both {', '.join(p.name for p in paths)} define {layer}.{stem}", "keep one of them"))
-                continue
-            path = paths[0]
-            if not _IDENT.match(stem):
-                fixed = re.sub(r"[^A-Za-z0-9_]", "_", stem)
-                fixed = "m_" + fixed if fixed[:1].isdigit() else fixed
-                issues.append(ConfigIssue(rel + path.name, None, "(file)", f"{layer}.{stem} is not a name of letters, digits and underscores (not starting with a digit): it names the model's folder and SQL table", f"rename the file (and its .yaml), e.g. to {fixed}{path.suffix}"))
-                continue
-            cfg_path = path.with_suffix(".yaml")
-            cfg: ModelConfig | None = ModelConfig()
-            if cfg_path.exists():
-                cfg, errs = load_model(cfg_path, ModelConfig, rel + cfg_path.name)
-                issues += errs
-            if cfg is None:
-                continue
-            text = path.read_text(encoding="utf-8")
-            # Checks gate commits and recompute_below_mib picks how to build; neither changes what
-            # a model computes, so editing them must not force a full rebuild. Hashing checks as
-            # empty and leaving the newer key out keeps the fingerprints of existing models.
-            cfg_text = json.dumps(cfg.model_copy(update={"checks": []}).model_dump(mode="json", exclude={"recompute_below_mib"}), sort_keys=True)
-            if path.suffix == ".sql":
-                try:
-                    ups = sql_tables(text)
-                except sqlglot.errors.ParseError as e:
-                    err = e.errors[0] if e.errors else {}
-                    issues.append(ConfigIssue(rel + path.name, err.get("line"), "(sql)", f"not valid Spark SQL: {err.get('description', str(e))}", "fix the SELECT (lake parses it with sqlglot's Spark dialect)"))
-                    continue
-                unqualified = [u for u in ups if "." not in u]
-                if unqualified:
-                    issues.append(ConfigIssue(rel + path.name, None, "(sql)", f"table {unqualified[0]!r} has no layer", f"name it with its layer, e.g. ods.{unqualified[0]}"))
-                    continue
-                model = Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fingerprint(text, cfg_text), cfg_path if cfg_path.exists() else None)
-            else:
-                if not cfg.depends_on:
-                    issues.append(ConfigIssue(rel + cfg_path.name, None, "depends_on", f"the Python model {layer}.{stem} declares no upstream tables", f"add `depends_on: [ods.some_table]` to {rel}{cfg_path.name}"))
-                    continue
-                model = Model(f"{layer}.{stem}", layer, stem, "python", path, cfg, None, tuple(u.lower() for u in cfg.depends_on), fingerprint(text, cfg_text), cfg_path if cfg_path.exists() else None)
-            found[model.name] = model
+            model = _load_one(layer, stem, paths, issues)
+            if model is not None:
+                found[model.name] = model
     known = {t.qualified_name for t in project.ods_tables} | set(found)
     for m in found.values():
         for u in m.upstreams:
@@ -132,3 +95,46 @@ def load_models(project: Project) -> dict[str, Model]:
     if issues:
         raise ConfigError(issues)
     return found
+
+
+def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue]) -> Model | None:
+    """The model `<layer>.<stem>` from its file (and YAML), or None with its problems in `issues`."""
+    rel = f"layers/{layer}/"
+    if len(paths) > 1:
+        issues.append(ConfigIssue(rel + paths[0].name, None, "(file)", f"both {', '.join(p.name for p in paths)} define {layer}.{stem}", "keep one of them"))
+        return None
+    path = paths[0]
+    if not _IDENT.match(stem):
+        fixed = re.sub(r"[^A-Za-z0-9_]", "_", stem)
+        fixed = "m_" + fixed if fixed[:1].isdigit() else fixed
+        issues.append(ConfigIssue(rel + path.name, None, "(file)", f"{layer}.{stem} is not a name of letters, digits and underscores (not starting with a digit): it names the model's folder and SQL table", f"rename the file (and its .yaml), e.g. to {fixed}{path.suffix}"))
+        return None
+    cfg_path = path.with_suffix(".yaml")
+    cfg: ModelConfig | None = ModelConfig()
+    if cfg_path.exists():
+        cfg, errs = load_model(cfg_path, ModelConfig, rel + cfg_path.name)
+        issues += errs
+    if cfg is None:
+        return None
+    text = path.read_text(encoding="utf-8")
+    # Checks gate commits and recompute_below_mib picks how to build; neither changes what a model
+    # computes, so editing them must not force a full rebuild. Hashing checks as empty and leaving
+    # the newer key out keeps the fingerprints of existing models.
+    cfg_text = json.dumps(cfg.model_copy(update={"checks": []}).model_dump(mode="json", exclude={"recompute_below_mib"}), sort_keys=True)
+    sidecar = cfg_path if cfg_path.exists() else None
+    if path.suffix == ".py":
+        if not cfg.depends_on:
+            issues.append(ConfigIssue(rel + cfg_path.name, None, "depends_on", f"the Python model {layer}.{stem} declares no upstream tables", f"add `depends_on: [ods.some_table]` to {rel}{cfg_path.name}"))
+            return None
+        return Model(f"{layer}.{stem}", layer, stem, "python", path, cfg, None, tuple(u.lower() for u in cfg.depends_on), fingerprint(text, cfg_text), sidecar)
+    try:
+        ups = sql_tables(text)
+    except sqlglot.errors.ParseError as e:
+        err = e.errors[0] if e.errors else {}
+        issues.append(ConfigIssue(rel + path.name, err.get("line"), "(sql)", f"not valid Spark SQL: {err.get('description', str(e))}", "fix the SELECT (lake parses it with sqlglot's Spark dialect)"))
+        return None
+    unqualified = [u for u in ups if "." not in u]
+    if unqualified:
+        issues.append(ConfigIssue(rel + path.name, None, "(sql)", f"table {unqualified[0]!r} has no layer", f"name it with its layer, e.g. ods.{unqualified[0]}"))
+        return None
+    return Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fingerprint(text, cfg_text), sidecar)

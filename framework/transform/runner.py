@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 from framework.config import Project
 from framework.errors import LakeError
+from framework.quality.checks import GateResult
 from framework.transform.dag import build_graph, select
 from framework.transform.evaluate import Evaluator
 from framework.transform.loader import Model, load_models
@@ -83,12 +84,12 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
         r = builder.run(builder.plan(m, incremental))
     except LakeError as e:
         r = ModelResult(model=m.name, strategy="-", mode="failed", reason=e.message, error=str(e))
+        gate = getattr(e, "outcome", None)  # a blocked quality gate says what it found
+        if isinstance(gate, GateResult):
+            r.rows_quarantined, r.checks = gate.quarantined, list(gate.checks)
     except Exception as e:  # noqa: BLE001 - report per model, keep building other branches
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         r = ModelResult(model=m.name, strategy="-", mode="failed", reason=f"{type(e).__name__}: {first[:300]}", error=str(e))
-    gated = builder.gate.summaries.pop(m.name, None)
-    if gated is not None:
-        r.rows_quarantined, r.checks = gated.quarantined, gated.checks
     if r.mode in BUILT_MODES and r.committed_at is None:
         r.committed_at = datetime.now(timezone.utc)
     return r

@@ -293,3 +293,47 @@ def test_checkpoint_cleaned_past_rebuilds_and_no_row_builds_advance_it(tmp_path:
         t0 = time.time()
         hudi.write(empty, rich, opts, meta)
         print(f"empty model commit: {time.time() - t0:.2f} s")
+
+
+def test_duplicate_keys_fail_the_model(tmp_path: Path, spark: Any) -> None:
+    """A declared `key:` the query does not make unique: Hudi's insert (first write) would store
+    both rows, later upserts keep one. Every write (first, incremental, full) refuses with the
+    key, the counts, sample keys and the fix; the table is left as it was. A model without a key
+    keeps one row per distinct row (set semantics) from its first write on."""
+    lp = _project(tmp_path).add_models({
+        "dwd/user_orders.sql": "select u.id, u.city, o.amount from ods.users u join ods.orders o on o.uid = u.id",
+        "dwd/user_orders.yaml": "key: [id]\n",
+        "dws/cities.sql": "select city from ods.users",
+    })
+    path = lp.layout.table("dwd.user_orders")
+    lp.write_cdc([envelope("c", "shop.orders", None, {"id": 12, "uid": 1, "amount": 3}, pos=6)])
+    _seed(lp, spark)  # user 1 has orders 10 and 12
+
+    def fails() -> str:
+        res = {r.model: r for r in build(spark, lp.project, ["dwd.user_orders"], [], incremental=True)}
+        r = res["dwd.user_orders"]
+        assert r.mode == "failed", (r.mode, r.reason)
+        return r.error or ""
+
+    err = fails()
+    assert "dwd.user_orders: 1 value(s) of its key (id) occur in more than one row (2 rows)" in err, err
+    assert "e.g. id=1;" in err and "key:` in layers/dwd/user_orders.yaml" in err, err
+    assert not hudi.table_exists(path)
+    # Unique again: the first build commits; then a second order of user 2 arrives (incremental).
+    lp.write_cdc([envelope("d", "shop.orders", {"id": 12, "uid": 1, "amount": 3}, None, pos=20)])
+    lp.ingest(spark)
+    assert [r.mode for r in build(spark, lp.project, ["dwd.user_orders"], [], incremental=True)] == ["full"]
+    before = hudi.completed_instants(spark, path)
+    lp.write_cdc([envelope("c", "shop.orders", None, {"id": 13, "uid": 2, "amount": 4}, pos=21),
+                  envelope("c", "shop.orders", None, {"id": 14, "uid": 1, "amount": 5}, pos=22)])
+    lp.ingest(spark)
+    err = fails()
+    assert "2 value(s) of its key (id) occur in more than one row (4 rows)" in err and "e.g. id=1; id=2;" in err, err
+    res = {r.model: r for r in build(spark, lp.project, ["dwd.user_orders"], [], incremental=False)}
+    assert res["dwd.user_orders"].mode == "failed" and "2 value(s) of its key" in (res["dwd.user_orders"].error or "")
+    assert hudi.completed_instants(spark, path) == before
+    assert _rows(spark, lp, "dwd.user_orders") == [(1, "sh", 7), (2, "bj", 9)]
+    # No key: one row per distinct row, first write included (users 1 and 3 are both in sh).
+    assert [r.mode for r in build(spark, lp.project, ["dws.cities"], [], incremental=True)] == ["full"]
+    assert _rows(spark, lp, "dws.cities") == [("bj",), ("sh",)]
+    assert hudi.read(spark, lp.layout.table("dws.cities")).count() == 2

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from framework.paths import Layout
-from framework.quality import FAILED_CHECKS, MODEL, RUN_ID, evaluate, store
+from framework.quality import store
+from framework.quality.checks import FAILED_CHECKS, MODEL, RUN_ID, evaluate
 from framework.quality.report import write_report
 from models.quality import CheckSpec, parse_checks
 

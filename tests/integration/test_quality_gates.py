@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from framework import hudi
 from framework.catalog import register_ods
 from framework.cli import main
-from framework.ods.gate import BatchBlocked
 from framework.quality import store
+from framework.quality.ods_gate import BatchBlocked
 from framework.transform.loader import load_models
 from framework.transform.runner import build
 from tests.helpers import LakeProject, envelope

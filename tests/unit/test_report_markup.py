@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from framework.transform.engine import Plan
 from rich.console import Console
 
 from framework import report
 from framework.transform.loader import Model
+from framework.transform.plan import ModelPlan as Plan
 from framework.transform.strategy import Analysis
 from models.config import ModelConfig
 from models.quality_result import CheckResult, ModelQuality

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from framework.transform.commit import Written
 from framework.transform.context import BuildContext
 from framework.transform.plan import ModelPlan
 from framework.transform.strategies import aggregate, full, rescan, rowwise
 
 
 class Strategy(Protocol):
-    def __call__(self, ctx: BuildContext, p: ModelPlan) -> tuple[int, int]: ...
+    def __call__(self, ctx: BuildContext, p: ModelPlan) -> Written: ...
 
 
 INCREMENTAL: dict[str, Strategy] = {"rowwise": rowwise.build, "aggregate": aggregate.build, "rescan": rescan.build}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
+from framework.transform.commit import Written
 from framework.transform.context import BuildContext
 from framework.transform.plan import ModelPlan
 from framework.transform.strategies.aggregate import full_rows
@@ -19,5 +20,5 @@ def rows(ctx: BuildContext, p: ModelPlan) -> DataFrame:
     return ctx.query(p.model, ctx.snapshots(p))
 
 
-def build(ctx: BuildContext, p: ModelPlan) -> tuple[int, int]:
+def build(ctx: BuildContext, p: ModelPlan) -> Written:
     return ctx.write(p, rows(ctx, p), scope=None)

@@ -11,12 +11,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from framework.columns import lake_key, visible_columns
+from framework.held import Held
+from framework.transform.commit import Written
 from framework.transform.context import BuildContext
-from framework.transform.held import Held
 from framework.transform.plan import ModelPlan
 
 
-def build(ctx: BuildContext, p: ModelPlan) -> tuple[int, int]:
+def build(ctx: BuildContext, p: ModelPlan) -> Written:
     m, a = p.model, p.analysis
     key = list(a.key or ())
     # Key-scoped: recompute the output keys the changes reach. Partition-scoped (no key, but

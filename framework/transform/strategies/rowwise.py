@@ -6,11 +6,12 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from framework.columns import lake_key
+from framework.transform.commit import Written
 from framework.transform.context import BuildContext
 from framework.transform.plan import ModelPlan
 
 
-def build(ctx: BuildContext, p: ModelPlan) -> tuple[int, int]:
+def build(ctx: BuildContext, p: ModelPlan) -> Written:
     a = p.analysis
     u = a.upstreams[0]
     ukey = list(ctx.key_of(u) or ())

@@ -13,7 +13,8 @@ from pyspark.sql import SparkSession
 from framework import hudi
 from framework.config import Project
 from framework.paths import Layout
-from framework.quality import evaluate, store
+from framework.quality import store
+from framework.quality.checks import evaluate
 from framework.transform.dag import build_graph, select
 from framework.transform.loader import load_models
 from framework.transform.reader import TableReader

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from framework.quality import gx_run
 from framework.quality.predicates import failing
 from models.quality import CheckSpec
 from models.quality_result import CheckResult, ModelQuality
+from models.records import CheckOutcome
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -30,6 +31,15 @@ if TYPE_CHECKING:
 FAILED_CHECKS = "_lake_failed_checks"
 RUN_ID = "_lake_run_id"
 MODEL = "_lake_model"
+
+
+@dataclass
+class GateResult:
+    """What a gate (model build or ODS table batch) found, returned with what it lets through and
+    copied into the run record: each check's outcome and how many rows it quarantined."""
+
+    checks: list[CheckOutcome] = field(default_factory=list)
+    quarantined: int = 0
 
 
 @dataclass(frozen=True)

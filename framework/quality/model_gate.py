@@ -11,28 +11,17 @@ incremental build leaves the same table as a full rebuild. Aggregate rows are hi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from framework.columns import lake_key, live, visible_columns
 from framework.config import Project
+from framework.held import is_held
 from framework.paths import Layout
-from framework.quality import evaluate, quarantine, store
-from framework.quality.report import report_dir
-from framework.transform.held import is_held
+from framework.quality import quarantine, store
+from framework.quality.checks import GateResult, evaluate
+from framework.quality.report import run_page
 from models.quality import CheckSpec
-from models.records import CheckOutcome
-
-
-@dataclass
-class GateSummary:
-    """What the gate did to one model in this run (copied into its ModelResult)."""
-
-    quarantined: int = 0
-    checks: list[CheckOutcome] = field(default_factory=list)
 
 
 class ModelGate:
@@ -44,11 +33,7 @@ class ModelGate:
         self.layout = layout
         self.run_id = run_id
         self.local = project.config.spark.master.startswith("local")
-        self.summaries: dict[str, GateSummary] = {}
         self._cached: list[DataFrame] = []
-
-    def report_page(self) -> Path:
-        return report_dir(self.project) / "runs" / f"{self.run_id}.html"
 
     def check(
         self,
@@ -60,9 +45,9 @@ class ModelGate:
         scope: DataFrame | None = None,
         scope_col: str = "_lake_key",
         gone: DataFrame | None = None,
-    ) -> DataFrame:
+    ) -> tuple[DataFrame, GateResult]:
         """The rows to commit: `out` (full rows with `_lake_key` and `_deleted`) minus the rows
-        `drop` checks reject, which are written to the quarantine table first.
+        `drop` checks reject, which are written to the quarantine table first; and what it found.
 
         Args:
             model: the model's name.
@@ -75,10 +60,11 @@ class ModelGate:
             gone: `_lake_key`s the write deletes besides the scope (aggregate groups emptied).
 
         Raises:
-            QualityGateError: an `error` check failed; nothing is written.
+            QualityGateError: an `error` check failed; nothing is written. Its `outcome` is the
+                GateResult.
         """
         if not checks:
-            return out
+            return out, GateResult()
         if not is_held(out):  # writes into an existing table arrive held already (Committer.write)
             out = out.persist()
             self._cached.append(out)
@@ -98,15 +84,20 @@ class ModelGate:
         table = resulting if (target is not None and scope is not None) else None
         outcome = evaluate(self.spark, model, checks, rows, table, run_id=self.run_id, key=key)
         store.save(self.layout, outcome.record)
-        summary = GateSummary(checks=quarantine.outcomes(outcome.record))
-        self.summaries[model] = summary
+        result = GateResult(checks=quarantine.outcomes(outcome.record))
         if outcome.blocked:
             self.release()
-            raise outcome.error(report=f"{self.report_page()} (render it with `lake report`)")
+            error = outcome.error(report=f"{run_page(self.project, self.run_id)} (render it with `lake report`)")
+            error.outcome = result
+            raise error
         if outcome.quarantined is None:
-            return out
-        bad = outcome.quarantined.withColumn("_lake_key", lake_key(key))
-        summary.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi)
+            return out, result
+        return self._drop(model, out, key, outcome.quarantined, result), result
+
+    def _drop(self, model: str, out: DataFrame, key: list[str], rejected: DataFrame, result: GateResult) -> DataFrame:
+        """Quarantine the rows `drop` checks rejected and take them out of `out`."""
+        bad = rejected.withColumn("_lake_key", lake_key(key))
+        result.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi)
         if not any(c.startswith("_lake_") and c != "_lake_key" for c in out.columns):
             return out.join(bad.select("_lake_key"), "_lake_key", "left_anti")
         # An aggregate's row carries its group's running state, which the next incremental

@@ -12,7 +12,6 @@ does not advance and the next run replays it (tables that committed skip the rep
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -22,19 +21,20 @@ from framework.columns import visible_columns
 from framework.config import Project
 from framework.errors import QualityGateError
 from framework.paths import Layout
-from framework.quality import evaluate, quarantine, store
-from framework.quality.report import report_dir
+from framework.quality import quarantine, store
+from framework.quality.checks import GateResult, evaluate
+from framework.quality.report import run_page
 from models.config import OdsTable
-from models.records import BatchResult, CheckOutcome, IngestSummary
+from models.records import BatchResult, IngestSummary
 
 
 @dataclass
 class TableGate:
-    """The gate's verdict on one table's batch: what to commit and what it found."""
+    """The gate's verdict on one table's batch: what to commit, what it found, and the error when
+    an `error` check blocked the table."""
 
     rows: DataFrame
-    quarantined: int = 0
-    checks: list[CheckOutcome] = field(default_factory=list)
+    result: GateResult = field(default_factory=GateResult)
     error: QualityGateError | None = None
 
 
@@ -87,17 +87,13 @@ def check_table(spark: SparkSession, project: Project, t: OdsTable, out: DataFra
 
     outcome = evaluate(spark, t.qualified_name, t.checks, rows, resulting if hudi.table_exists(path) else None, run_id=run_id, key=t.key)
     store.save(layout, outcome.record)
-    gate = TableGate(rows=out, checks=quarantine.outcomes(outcome.record))
+    gate = TableGate(rows=out, result=GateResult(checks=quarantine.outcomes(outcome.record)))
     if outcome.blocked:
-        gate.error = outcome.error(report=f"{report_page(project, run_id)} (render it with `lake report`)")
+        gate.error = outcome.error(report=f"{run_page(project, run_id)} (render it with `lake report`)")
+        gate.error.outcome = gate.result
         return gate
     if outcome.quarantined is not None:
         local = project.config.spark.master.startswith("local")
-        gate.quarantined = quarantine.write(layout, t.qualified_name, outcome.quarantined, "_source", local=local, extra=project.config.hudi)
+        gate.result.quarantined = quarantine.write(layout, t.qualified_name, outcome.quarantined, "_source", local=local, extra=project.config.hudi)
         gate.rows = out.join(outcome.quarantined.select("_source"), "_source", "left_anti")
     return gate
-
-
-def report_page(project: Project, run_id: str) -> Path:
-    """The run page `lake report` writes for `run_id`."""
-    return report_dir(project) / "runs" / f"{run_id}.html"

@@ -1,0 +1,87 @@
+"""The last steps of an ODS micro-batch: gate and upsert each prepared table, recording the batch
+in the same Hudi commit (stream id, batch id, key, binlog high-water mark), then the dead letter.
+
+Exactly once: a batch replayed after a crash skips the tables that already committed it
+(prepare.py checks each table's state first), and the dead letter skips a batch it has.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from framework import hudi
+from framework.errors import QualityGateError
+from framework.faults import failpoint
+from framework.ods.context import BatchContext, TableState
+from framework.ods.prepare import Prepared
+from framework.quality.ods_gate import check_table
+
+DEAD_LETTER_KEY = ["loc"]
+
+
+def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, cache: list[DataFrame], blocked: list[QualityGateError]) -> None:
+    """Gate and upsert one prepared table; an `error` check adds its error to `blocked` instead."""
+    t, tr = p.table, p.result
+    if p.rows is None:
+        return
+    status: Literal["ok", "dead_letter"] = "dead_letter" if tr.status == "dead_letter" else "ok"
+    if tr.upserts + tr.deletes == 0:
+        tr.status = status
+        return
+    commit = p.rows
+    if t.checks:
+        gate = check_table(ctx.spark, ctx.project, t, p.rows, ctx.run_id, cache)
+        tr.checks, tr.quarantined = gate.result.checks, gate.result.quarantined
+        if gate.error is not None:
+            tr.status, tr.reason = "blocked", f"quality gate: {', '.join(gate.error.failed)} failed"
+            blocked.append(gate.error)
+            return
+        commit = gate.rows
+        tr.upserts -= gate.result.quarantined
+    opts = hudi.write_options(
+        name=t.table_name,
+        key=t.key,
+        ordering="_seq",
+        partition=t.partition_by.derived_name if t.partition_by else None,
+        table_type=t.type,
+        local=ctx.local,
+        extra=ctx.project.config.hudi,
+    )
+    failpoint("before_table_commit")
+    meta = {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)}
+    if p.high_water is not None:
+        meta["ods_high_water"] = p.high_water.model_dump_json()
+    hudi.write(commit, ctx.layout.table(t.qualified_name), opts, meta)
+    failpoint("after_table_commit")
+    st.columns = dict(p.target)
+    st.key = list(t.key)
+    st.last_stream, st.last_batch = ctx.stream_id, batch_id
+    st.high_water = p.high_water
+    tr.status = status
+
+
+def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFrame], batch_id: int) -> None:
+    """Upsert the batch's bad messages (parse errors, and each table's `extra`) into
+    `_lake.dead_letter`, keyed by location so a replay does not duplicate them."""
+    dead = parsed.where(F.col("status") == "dead")
+    for e in extra:
+        dead = dead.unionByName(e.select(*parsed.columns))
+    path = ctx.layout.dead_letter
+    _inst, meta = hudi.last_commit_metadata(ctx.spark, path)
+    if meta.get("ods_stream") == ctx.stream_id and int(meta.get("ods_batch", "-1")) >= batch_id:
+        return
+    out = dead.select(
+        F.col("loc"),
+        F.col("value").alias("raw"),
+        F.col("reason"),
+        F.when(F.col("tbl") != "", F.col("tbl")).alias("source_table"),
+        F.col("origin"),
+        F.col("arrival").alias("_seq"),
+        F.lit(batch_id).cast("bigint").alias("batch_id"),
+        F.current_timestamp().alias("dead_at"),
+    )
+    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=ctx.local, extra=ctx.project.config.hudi)
+    hudi.write(out, path, opts, {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id)})

@@ -1,0 +1,58 @@
+"""What the steps of an ODS micro-batch share: the session, the project, where tables live, the
+stream's id (written into every commit to recognise replays) and the run id; and what the writer
+knows about each table between batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from pydantic import BaseModel
+from pyspark.sql import SparkSession
+
+from framework.config import Project
+from framework.paths import Layout
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    spark: SparkSession
+    project: Project
+    layout: Layout
+    stream_id: str
+    run_id: str
+
+    @property
+    def local(self) -> bool:
+        return self.project.config.spark.master.startswith("local")
+
+
+class HighWater(BaseModel):
+    """The greatest binlog position a table has taken (`pos`: file number and position as in
+    `pos_seq`), the server that wrote it and its source time; kept in the commit metadata."""
+
+    server: str
+    pos: str
+    ts_ms: int
+
+
+@dataclass
+class TableState:
+    """What the writer knows about one ODS table between batches."""
+
+    columns: dict[str, str] = field(default_factory=dict)  # data column -> spark type
+    last_stream: str | None = None
+    last_batch: int = -1
+    watermark: str | None = None  # bootstrap hand-off position (events at or before it are dropped)
+    key: list[str] = field(default_factory=list)  # the key a table without `key:` was created with
+    high_water: HighWater | None = None  # the newest binlog position written, and its server
+    loaded: bool = False
+
+    def has(self, stream_id: str, batch_id: int) -> bool:
+        """This table committed that batch of that stream already (a replay after a crash)."""
+        return self.last_stream == stream_id and self.last_batch >= batch_id
+
+
+def utc(ts: datetime) -> datetime:
+    """Spark returns naive datetimes in the driver's local zone; make them aware UTC."""
+    return ts.astimezone(timezone.utc) if ts.tzinfo is None else ts

@@ -1,0 +1,126 @@
+"""The first steps of an ODS micro-batch, over all tables at once: parse every Debezium envelope
+(once), then classify each message (ok / tombstone / dead with a reason) against the tables.
+
+Input messages have `value` (the text), `loc` (where it came from), `arrival` (a sortable text of
+arrival order), `origin` and, from Kafka, `msg_key`. Everything stays in the JVM (no Python UDFs):
+row images are parsed as map<string,string> and decoded per table later (prepare.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from framework.ods import decode as D
+from framework.ods.routing import routing_id
+from models.config import OdsTable
+
+
+def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
+    """One row per message: op, images, schema block, routing id (`tbl`), source positions and
+    times, parse errors, whether it is a tombstone, and the row image as a map (`img`)."""
+    env = F.from_json(F.col("value"), D.ENVELOPE, D.JSON_OPTS)
+    df = msgs.withColumn("env", env)
+    has_payload = F.col("env.payload").isNotNull()
+    pay = F.from_json(F.col("env.payload"), D.PAYLOAD, D.JSON_OPTS)
+    bare = F.struct(F.col("env.before").alias("before"), F.col("env.after").alias("after"), F.col("env.op").alias("op"),
+                    F.col("env.ts_ms").alias("ts_ms"), F.col("env.source").alias("source"), F.lit(None).cast("string").alias("_corrupt"))
+    df = df.withColumn("p", F.when(has_payload, pay).otherwise(bare))
+    df = df.withColumn("src", F.from_json(F.col("p.source"), D.SOURCE))
+    pos_seq = D.position_seq(F.col("src"), F.col("p.ts_ms"))
+    df = df.select(
+        "value", "loc", "arrival", "origin", *(["msg_key"] if "msg_key" in msgs.columns else []),
+        F.col("src"),
+        F.col("p.op").alias("op"),
+        F.col("p.before").alias("before_raw"),
+        F.col("p.after").alias("after_raw"),
+        F.when(has_payload, F.col("env.schema")).alias("schema_raw"),
+        routing_id(F.col("src"), declared).alias("tbl"),
+        F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms")).alias("ts_raw"),
+        pos_seq.alias("pos_seq"),
+        D.source_server(F.col("src")).alias("server"),
+        D.binlog_position(pos_seq, F.col("src")).alias("binlog_pos"),
+        F.col("env._corrupt").alias("corrupt"),
+        F.col("p._corrupt").alias("pcorrupt"),
+        (
+            F.col("value").isNull()  # a Kafka tombstone (Debezium's after a delete)
+            | (F.trim(F.col("value")) == "null")
+            | (F.col("env.schema").isNotNull() & F.col("env.payload").isNull() & F.col("env.op").isNull()
+               & F.col("env._corrupt").isNull())
+        ).alias("tombstone"),
+    )
+    image_raw = F.when(F.col("op") == "d", F.col("before_raw")).otherwise(F.col("after_raw"))
+    img = F.from_json(image_raw, D.IMAGE_MAP)  # type: ignore[arg-type]
+    # Years 0001-9999 only: beyond, Spark overflows or Python cannot hold the time (dead letter).
+    return (df.withColumn("img", img).withColumn("schema_hash", F.md5(F.col("schema_raw")))
+            .withColumn("_event_ts", D.millis_to_timestamp(F.col("ts_raw"))))
+
+
+def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str]) -> DataFrame:
+    """`status` (ok / tombstone / dead) and `reason` of every message, and `ord_missing`: a delete
+    whose before-image lacks its table's `ordering:` columns (see prepare.ordering_prefix)."""
+    tables = list(tables)
+    known = F.col("tbl").isin(list(declared)) if declared else F.lit(False)
+    reason = (
+        F.when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
+        .when(F.col("op").isNull(), F.lit("not a Debezium envelope: no `op` field"))
+        .when(~F.col("op").isin("c", "u", "d", "r", "t"), F.concat(F.lit("unknown op '"), F.col("op"), F.lit("'")))
+        .when(F.col("tbl") == "", F.lit("no source.db / source.table in the envelope"))
+        .when(~known, F.concat(F.lit("table "), F.col("tbl"), F.lit(" is not declared in layers/ods/")))
+        .when(F.col("op").isin("c", "u", "r") & F.col("after_raw").isNull(), F.concat(F.lit("op '"), F.col("op"), F.lit("' without after-image")))
+        .when((F.col("op") == "d") & F.col("before_raw").isNull(), F.lit("op 'd' without before-image"))
+        .when(F.col("ts_raw").isNotNull() & F.col("_event_ts").isNull(),
+              F.concat(F.lit("source.ts_ms "), F.col("ts_raw").cast("string"), F.lit(" is not a time in the years 0001-9999")))
+        .when((F.col("op") != "t") & F.col("img").isNull(), F.lit("row image is not a JSON object"))
+        .when(F.col("op") != "t", _key_problem(tables))
+    )
+    ord_missing: Column = F.lit(False)
+    for t in tables:
+        if t.ordering:
+            lacks = reduce(lambda a, b: a | b, [F.col("img").getItem(c).isNull() for c in t.ordering])
+            ord_missing = F.when(F.col("tbl") == t.source, (F.col("op") == "d") & F.coalesce(lacks, F.lit(True))).otherwise(ord_missing)
+    status = F.when(F.col("tombstone"), F.lit("tombstone")).when(reason.isNotNull(), F.lit("dead")).otherwise(F.lit("ok"))
+    return df.withColumn("ord_missing", ord_missing).withColumn("reason", F.when(~F.col("tombstone"), reason)).withColumn("status", status)
+
+
+def _key_problem(tables: list[OdsTable]) -> Column:
+    """Why an event's row image cannot give its table's record key, or NULL."""
+    problem: Column = F.lit(None).cast("string")
+    for t in tables:
+        mine = F.col("tbl") == t.source
+        if not t.key:
+            problem = F.when(mine, F.lit("no record key: the table YAML declares no `key` and the Kafka message has no key")).otherwise(problem)
+            continue
+        missing = reduce(lambda a, b: a | b, [F.col("img").getItem(k).isNull() for k in t.key])
+        # Hudi refuses an empty record key (a single empty key column, or every column empty).
+        empty = reduce(lambda a, b: a & b, [F.col("img").getItem(k) == "" for k in t.key])
+        problem = (F.when(mine & missing, F.lit(f"missing or NULL key column ({', '.join(t.key)})"))
+                   .when(mine & empty, F.lit(f"empty key ({', '.join(t.key)}): Hudi cannot store an empty record key"))
+                   .otherwise(problem))
+    return problem
+
+
+def summarize(parsed: DataFrame) -> list[Any]:
+    """One small aggregation tells which tables, schema versions and columns the batch has: a row
+    per (status, reason, table, schema version, truncate or not)."""
+    ok = F.col("status") == "ok"
+    is_t = F.col("op") == "t"
+    return (
+        parsed.groupBy("status", "reason", "tbl", "schema_hash", is_t.alias("is_truncate"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.first("schema_raw", ignorenulls=True).alias("schema_raw"),
+            F.min("arrival").alias("first_arrival"),
+            F.array_distinct(F.flatten(F.collect_set(F.when(ok & F.col("schema_raw").isNull(), F.map_keys("img"))))).alias("keys"),
+            F.sum(F.col("ord_missing").cast("int")).alias("ord_missing"),
+            # The source position of the table's last truncate in this batch (position, then arrival).
+            F.max(F.when(is_t, F.concat(F.col("pos_seq"), F.col("arrival")))).alias("truncate_at"),
+            F.min("_event_ts").alias("event_ts_min"),
+            F.max("_event_ts").alias("event_ts_max"),
+        )
+        .collect()
+    )

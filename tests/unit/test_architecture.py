@@ -1,0 +1,84 @@
+"""The shape of the code, checked: no import cycles (between modules, or between the packages of
+framework/), no module over 400 lines and no function over 60 (benchmarks excluded)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+REPO = Path(__file__).resolve().parents[2]
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 400, 60
+
+
+def _modules() -> dict[str, tuple[Path, ast.Module]]:
+    out = {}
+    for top in ("framework", "models"):
+        for p in sorted((REPO / top).rglob("*.py")):
+            name = ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+            out[name] = (p, ast.parse(p.read_text(encoding="utf-8")))
+    return out
+
+
+def _runtime_imports(tree: ast.Module, known: set[str]) -> set[str]:
+    """Modules of this project imported when the module runs (not under `if TYPE_CHECKING:`)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in known)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in known]
+            found.update(subs or ([node.module] if node.module in known else []))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _graph() -> nx.DiGraph:
+    mods = _modules()
+    g = nx.DiGraph()
+    g.add_nodes_from(mods)
+    for name, (_p, tree) in mods.items():
+        for dep in _runtime_imports(tree, set(mods)):
+            if dep != name and not name.startswith(dep + "."):  # a package's own submodules
+                g.add_edge(name, dep)
+    return g
+
+
+def test_no_import_cycles_between_modules() -> None:
+    cycles = list(nx.simple_cycles(_graph()))
+    assert not cycles, cycles[:5]
+
+
+def test_no_import_cycles_between_framework_packages() -> None:
+    """framework/ods, transform, quality, commands, demo: none reaches back to one that uses it."""
+    g = _graph()
+    packages = nx.DiGraph()
+    for a, b in g.edges:
+        pa, pb = a.split(".")[:2], b.split(".")[:2]
+        if a.count(".") >= 2 and b.count(".") >= 2 and pa[0] == pb[0] == "framework" and pa != pb:
+            packages.add_edge(".".join(pa), ".".join(pb))
+    cycles = list(nx.simple_cycles(packages))
+    assert not cycles, cycles[:5]
+
+
+def test_modules_and_functions_stay_small() -> None:
+    big = []
+    for name, (p, tree) in _modules().items():
+        lines = len(p.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_MODULE_LINES:
+            big.append(f"{name}: {lines} lines")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno:
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    big.append(f"{name}.{node.name}: {n} lines")
+    assert not big, big
