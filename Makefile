@@ -53,4 +53,4 @@ bench: install
 	$(PY) benchmarks/ods_ingest.py
 
 clean:
-	rm -rf warehouse cdc spark-warehouse metastore_db derby.log
+	rm -rf warehouse cdc out/demo out/kafka-demo spark-warehouse metastore_db derby.log

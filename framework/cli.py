@@ -230,15 +230,20 @@ def sql(obj: Ctx, query: str, fmt: str, limit: int) -> None:
 @main.command()
 @click.option("--events", default=400, show_default=True, help="CDC events per table and round (roughly).")
 @click.option("--seed", default=7, show_default=True)
-@click.option("--fresh/--keep", default=True, show_default=True, help="Start from an empty warehouse and CDC directory.")
+@click.option("--fresh/--keep", default=True, show_default=True,
+              help="Empty the demo's warehouse and CDC directory first (only what `lake demo` created; each removed path is printed).")
 @click.option("--kafka", is_flag=True, help="Start a local Kafka broker, publish the CDC to it and ingest from Kafka (out/kafka-demo/).")
+@LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool) -> None:
-    """Generate Debezium batches for the seed tables, ingest them and print a summary."""
+def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool, lock_timeout: float) -> None:
+    """Generate Debezium batches for the seed tables, ingest them and print a summary.
+
+    Runs in its own project, out/demo/ under --project (never the project's warehouse or CDC),
+    set up from the project's declarations of the seed tables and the models built from them."""
     from framework.demo import run_demo
 
-    run_demo(obj.project(), obj.console, events=events, seed=seed, fresh=fresh, kafka=kafka)
+    run_demo(obj.project(), obj.console, events=events, seed=seed, fresh=fresh, kafka=kafka, lock_timeout=lock_timeout)
 
 
 @main.command()

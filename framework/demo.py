@@ -4,13 +4,20 @@ Round 1 is a snapshot plus random changes; round 2 adds a column to `test_db.use
 (`ALTER TABLE user ADD COLUMN age int`, seed 004) and more changes. After each round the ODS job
 runs; at the end the seed's `dws.user_agg` query runs on the ODS table, and every ODS table is
 compared row by row with the simulator's final source state, the invariant DESIGN.md promises.
+
+The demo runs in its own project, `<project>/out/demo/` (`out/kafka-demo/` with --kafka), never in
+the project's warehouse or CDC directory: pointed at a real project it once deleted both. Every
+directory it creates carries a `.lake-demo` marker, and it empties or deletes only those.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import shlex
 import shutil
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,44 +37,56 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-    from models.records import BatchResult, IngestSummary
+    from models.records import BatchResult, IngestSummary, LockHolder
 
 _NUMBERED = re.compile(r"^(\d{4})-.*\.json$")
+DEMO_DIR = Path("out") / "demo"  # the demo's own project, under the project it is pointed at
+KAFKA_DIR = Path("out") / "kafka-demo"
+# Written into every directory lake creates for the demo; only directories carrying it are ever
+# emptied or deleted, so a user's folder that happens to sit there is never touched.
+MARKER = ".lake-demo"
 
 
-def run_demo(project: Project, console: Console, events: int, seed: int, fresh: bool, kafka: bool = False) -> None:
-    """Generate, ingest and verify two rounds of CDC for the six seed tables.
+def run_demo(project: Project, console: Console, events: int, seed: int, fresh: bool, kafka: bool = False,
+             lock_timeout: float = 30.0) -> None:
+    """Generate, ingest and verify two rounds of CDC for the six seed tables, in the demo's own folder.
+
+    The demo never writes into the project's own warehouse or CDC directory: it runs in the project
+    `<project>/out/demo/` (`lake.yaml`, `layers/`, `cdc/`, `warehouse/`), which it sets up from the
+    project's declarations of the seed tables and the models built only from them.
 
     Args:
-        project: a project declaring the six seed source tables, with a `files` CDC source.
+        project: a project declaring the six seed source tables (checked before anything is written).
         console: where progress and results go.
         events: change events per round (on top of the snapshot in round 1).
         seed: makes the traffic reproducible.
-        fresh: delete the warehouse and the CDC directory first.
+        fresh: empty the demo's warehouse and CDC directory and rewrite its `lake.yaml` and `layers/`
+            first; only directories carrying the demo marker are touched, and each removed path is printed.
         kafka: start a local Kafka broker, publish the events to it (one topic per table, keyed
             by primary key, as Debezium does) and ingest from Kafka into `out/kafka-demo/warehouse`.
+        lock_timeout: how long to wait for another lake process writing the demo's tables.
     """
     if kafka:
-        _run_kafka_demo(project, console, events, seed)
+        _run_kafka_demo(project, console, events, seed, lock_timeout)
         return
-    cdc = _cdc_dir(project)
-    if fresh:
-        _remove(project.warehouse, project)
-        _remove(cdc, project)
-    number = _next_file_number(cdc)
-    if number > 1:
-        console.print(
-            f"--keep: CDC files up to {number - 1:04d}-* stay in {cdc}; rows earlier runs left may differ from this run's source",
-            style="yellow", markup=False, highlight=False,
-        )
+    with prepared(project, console, fresh, lock_timeout) as demo:
+        cdc = _cdc_dir(demo)
+        number = _next_file_number(cdc)
+        if number > 1:
+            console.print(
+                f"--keep: CDC files up to {number - 1:04d}-* stay in {cdc}; rows earlier runs left may differ from this run's source",
+                style="yellow", markup=False, highlight=False,
+            )
 
-    def emit(n: int, label: str, lines: list[str]) -> None:
-        _write(console, cdc, number + n, label, lines)
+        def emit(n: int, label: str, lines: list[str]) -> None:
+            _write(console, cdc, number + n, label, lines)
 
-    _rounds(project, console, events, seed, number, emit)
+        _rounds(demo, console, events, seed, number, emit)
+    console.print(f"the demo project is {demo.root}; explore it with: lake --project {demo.root} sql 'show tables in ods'",
+                  markup=False, highlight=False)
 
 
-def _run_kafka_demo(project: Project, console: Console, events: int, seed: int) -> None:
+def _run_kafka_demo(project: Project, console: Console, events: int, seed: int, lock_timeout: float) -> None:
     """The same rounds through a real Kafka broker (KRaft, started here, stopped at the end)."""
     from dataclasses import replace
 
@@ -75,26 +94,187 @@ def _run_kafka_demo(project: Project, console: Console, events: int, seed: int) 
     from models.config import KafkaSourceConfig
 
     _declared_tables(project)
-    base = project.root / "out" / "kafka-demo"
-    _remove(base / "warehouse", project)
-    _remove(base / "broker", project)
-    with KafkaBroker(base / "broker", num_partitions=2) as broker:
-        console.print(f"Kafka broker (KRaft) on {broker.bootstrap_servers}, started in {broker.startup_seconds:.1f}s; log {broker.log_file}",
+    base = project.root / KAFKA_DIR
+    for path in (base, base / "warehouse", base / "broker"):
+        _refuse_foreign(path)
+    _ours(base)
+    warehouse = _ours(base / "warehouse")
+    with _locked(project, replace(project, config=project.config.model_copy(update={"warehouse": str(warehouse)})), console, lock_timeout):
+        _clear(warehouse, console)  # every run starts empty: the broker below is new
+        _remove_ours(base / "broker", console)
+        with KafkaBroker(_ours(base / "broker"), num_partitions=2) as broker:
+            console.print(f"Kafka broker (KRaft) on {broker.bootstrap_servers}, started in {broker.startup_seconds:.1f}s; log {broker.log_file}",
+                          markup=False, highlight=False)
+            source = KafkaSourceConfig(kind="kafka", bootstrap_servers=broker.bootstrap_servers, topic_pattern=r"demo\..*")
+            config = project.config.model_copy(update={"warehouse": str(warehouse), "ods": project.config.ods.model_copy(update={"source": source})})
+            kproject = replace(project, config=config)
+
+            def emit(_n: int, label: str, lines: list[str]) -> None:
+                by_topic: dict[str, list[tuple[str | None, str | None]]] = {}
+                for line in lines:
+                    topic, key = _topic_and_key(line)
+                    by_topic.setdefault(topic, []).append((key, line))
+                for topic, msgs in sorted(by_topic.items()):
+                    broker.produce(topic, msgs)
+                console.print(f"published {len(lines)} {label} events to {len(by_topic)} topics ({', '.join(sorted(by_topic))})", markup=False, highlight=False)
+
+            _rounds(kproject, console, events, seed, 1, emit)
+
+
+# ------------------------------------------------------------------ the demo's own folders
+@contextlib.contextmanager
+def prepared(project: Project, console: Console, fresh: bool, lock_timeout: float) -> Iterator[Project]:
+    """The demo's own project (see `demo_project`), its tables locked for the body of the `with`;
+    with `fresh`, its CDC directory and warehouse emptied first, under those locks."""
+    demo = demo_project(project, console, fresh)
+    with _locked(demo, demo, console, lock_timeout):
+        if fresh:
+            _clear(_cdc_dir(demo), console)
+            _clear(demo.warehouse, console)
+        yield demo
+
+
+def demo_project(project: Project, console: Console, fresh: bool) -> Project:
+    """Set up `<project>/out/demo/` and load it: a `lake.yaml` with the project's spark, hudi,
+    build and ods settings (warehouse `warehouse`, CDC from `cdc`), and in `layers/` the project's
+    files declaring the seed tables plus the models built only from them. Nothing is written
+    before every check has passed; nothing is deleted here but the demo's own `layers/` (--fresh)."""
+    from framework.config import load_project
+
+    seed = _declared_tables(project)
+    files = _seed_files(project, seed)
+    root = project.root / DEMO_DIR
+    for path in (root, root / "layers", root / "cdc", root / "warehouse"):
+        _refuse_foreign(path)
+    _ours(root)
+    if fresh or not (root / "layers").is_dir():
+        _remove_ours(root / "layers", console)
+        layers = _ours(root / "layers")
+        for rel in files:
+            dst = root / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(project.root / rel, dst)
+        console.print(f"wrote {layers}: {len(files)} file(s) from {project.root / 'layers'}", markup=False, highlight=False)
+    if fresh or not (root / "lake.yaml").is_file():
+        _write_config(project, root / "lake.yaml")
+    _ours(root / "cdc")
+    _ours(root / "warehouse")
+    demo = load_project(root)
+    if demo.warehouse.resolve() != (root / "warehouse").resolve() or _cdc_dir(demo).resolve() != (root / "cdc").resolve():
+        raise LakeError(f"{root / 'lake.yaml'} points `warehouse:` or `ods.source` outside {root}; the demo writes only inside its own folder",
+                        fix="rerun with --fresh, which rewrites that lake.yaml")
+    return demo
+
+
+def _seed_files(project: Project, seed: dict[str, OdsTable]) -> list[Path]:
+    """Project-relative files to copy: the YAML files declaring the seed tables, and each model
+    (with its YAML) whose upstreams are seed tables or such models."""
+    from framework.transform.loader import load_models
+
+    tables = [seed[s] for s in demo_data.SOURCES]
+    files = sorted({Path(project.ods_files[t.table_name]) for t in tables})
+    models = load_models(project)
+    have = {t.qualified_name for t in tables}
+    chosen: list[str] = []
+    grew = True
+    while grew:
+        ready = sorted(n for n, m in models.items() if n not in have and set(m.upstreams) <= have)
+        have |= set(ready)
+        chosen += ready
+        grew = bool(ready)
+    for name in chosen:
+        m = models[name]
+        files += [p.relative_to(project.root) for p in (m.path, m.config_path) if p is not None]
+    return files
+
+
+def _write_config(project: Project, path: Path) -> None:
+    import yaml
+
+    cfg = project.config
+    data = {
+        "name": "demo",
+        "warehouse": "warehouse",
+        "spark": cfg.spark.model_dump(mode="json"),
+        "hudi": dict(cfg.hudi),
+        "build": cfg.build.model_dump(mode="json"),
+        "ods": {**cfg.ods.model_dump(mode="json", exclude={"source"}), "source": {"kind": "files", "path": "cdc", "format": "debezium-json"}},
+    }
+    head = (f"# Written by `lake demo` from the spark, hudi, build and ods settings of {project.root / 'lake.yaml'};\n"
+            "# the demo's warehouse and CDC stay in this folder. `lake demo --fresh` rewrites this file.\n")
+    path.write_text(head + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Stop unless `path` is absent, an empty directory, or a directory the demo created (marked)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise LakeError(f"{path} is in the way of the demo and was not created by it (a {'link' if path.is_symlink() else 'file'})",
+                        fix=f"move {path} away, then rerun `lake demo`")
+    if path.is_dir() and not (path / MARKER).is_file() and any(path.iterdir()):
+        raise LakeError(f"{path} exists and was not created by `lake demo` (it has no {MARKER} marker); "
+                        "the demo never writes into or deletes what it did not create",
+                        fix=f"move {path} away (or remove it yourself), then rerun `lake demo`")
+
+
+def _ours(path: Path) -> Path:
+    """Create (or adopt an empty) directory for the demo and mark it as the demo's."""
+    path.mkdir(parents=True, exist_ok=True)
+    marker = path / MARKER
+    if not marker.is_file():
+        marker.write_text("Created by `lake demo`; `lake demo --fresh` may delete what is in this directory.\n", encoding="utf-8")
+    return path
+
+
+def _remove_ours(path: Path, console: Console) -> None:
+    """Delete a directory the demo created (it carries the marker), saying so; anything else stays."""
+    if path.is_dir() and not path.is_symlink() and (path / MARKER).is_file():
+        shutil.rmtree(path)
+        console.print(f"removed {path}/", markup=False, highlight=False)
+
+
+def _clear(path: Path, console: Console) -> None:
+    """Empty a directory the demo created, except its marker and the lock files (`_lake/locks`,
+    held by this run), naming each removed path."""
+    if not (path.is_dir() and (path / MARKER).is_file()):
+        return
+    for entry in sorted(path.iterdir()):
+        if entry.name == MARKER:
+            continue
+        if entry.name == "_lake" and entry.is_dir() and not entry.is_symlink():
+            for sub in sorted(entry.iterdir()):
+                if sub.name != "locks":
+                    _delete(sub, console)
+            continue
+        _delete(entry, console)
+
+
+def _delete(entry: Path, console: Console) -> None:
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)
+        console.print(f"removed {entry}/", markup=False, highlight=False)
+    else:
+        entry.unlink()
+        console.print(f"removed {entry}", markup=False, highlight=False)
+
+
+@contextlib.contextmanager
+def _locked(tables_of: Project, writes_to: Project, console: Console, timeout: float) -> Iterator[None]:
+    """Hold the locks `lake run` takes (ingest checkpoint, every ODS table and model of
+    `tables_of`) in the warehouse of `writes_to`, for the whole demo."""
+    from framework.lock import hold, ingest_lock, table_lock
+    from framework.ods.ingest import checkpoint_name
+    from framework.paths import Layout
+    from framework.transform.loader import load_models
+
+    names = [ingest_lock(checkpoint_name(None)), *(table_lock(t.qualified_name) for t in tables_of.ods_tables),
+             *(table_lock(n) for n in load_models(tables_of))]
+
+    def stale(name: str, h: LockHolder) -> None:
+        console.print(f"note: lock {name} was left by pid {h.pid} on {h.host} (`{h.command}`), which exited without releasing it; taken over",
                       markup=False, highlight=False)
-        source = KafkaSourceConfig(kind="kafka", bootstrap_servers=broker.bootstrap_servers, topic_pattern=r"demo\..*")
-        config = project.config.model_copy(update={"warehouse": str(base / "warehouse"), "ods": project.config.ods.model_copy(update={"source": source})})
-        kproject = replace(project, config=config)
 
-        def emit(_n: int, label: str, lines: list[str]) -> None:
-            by_topic: dict[str, list[tuple[str | None, str | None]]] = {}
-            for line in lines:
-                topic, key = _topic_and_key(line)
-                by_topic.setdefault(topic, []).append((key, line))
-            for topic, msgs in sorted(by_topic.items()):
-                broker.produce(topic, msgs)
-            console.print(f"published {len(lines)} {label} events to {len(by_topic)} topics ({', '.join(sorted(by_topic))})", markup=False, highlight=False)
-
-        _rounds(kproject, console, events, seed, 1, emit)
+    with hold(Layout(writes_to.warehouse).locks, names, command=shlex.join(["lake", *sys.argv[1:]]), timeout=timeout, on_stale=stale):
+        yield
 
 
 def _topic_and_key(line: str) -> tuple[str, str]:
@@ -188,18 +368,6 @@ def _cdc_dir(project: Project) -> Path:
             fix="run the demo in a project whose lake.yaml has `ods: {source: {kind: files, path: cdc}}`",
         )
     return resolve_source_path(project, src.path)
-
-
-def _remove(path: Path, project: Project) -> None:
-    """Delete a generated directory, refusing anything that holds the project itself."""
-    path = path.resolve()
-    if path == project.root or path in project.root.parents:
-        raise LakeError(
-            f"--fresh would delete {path}, which contains the project",
-            fix="point `warehouse:` and `ods.source.path:` in lake.yaml at their own directories, or use --keep",
-        )
-    if path.exists():
-        shutil.rmtree(path)
 
 
 def _next_file_number(cdc: Path) -> int:
