@@ -37,7 +37,7 @@ demo-kafka: install
 
 # A single-node Kafka broker on a free loopback port, data in out/kafka, until Ctrl-C.
 kafka-broker: install
-	$(PY) -m framework.kafka_broker out/kafka
+	$(PY) -m framework.demo.broker out/kafka
 
 test: install
 	$(VENV)/bin/pytest -q -p no:cacheprovider

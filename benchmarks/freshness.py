@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from framework.config import load_project
     from framework.continuous import run_continuous
-    from framework.demo_data import Simulator
+    from framework.demo import Simulator
     from framework.session import spark_session
 
     tmp = Path(tempfile.mkdtemp(prefix="lake-bench-fresh-"))

@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/kafka_ingest.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
     from framework.config import load_project
-    from framework.demo import _topic_and_key
-    from framework.demo_data import Simulator
-    from framework.kafka_broker import KafkaBroker
+    from framework.demo import Simulator
+    from framework.demo.broker import KafkaBroker
+    from framework.demo.run import _topic_and_key
     from framework.ods.ingest import run_ingest
     from framework.session import spark_session
     from models.config import KafkaSourceConfig

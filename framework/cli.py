@@ -1,106 +1,20 @@
-"""`lake` command line. Each command loads the project (config errors stop here, before Spark),
-then calls one function of the engine."""
+"""`lake` command line: argument parsing, printing and exit codes. Each command loads the project
+once (config errors stop here, before Spark) and calls one `run_<verb>` of framework/commands/."""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import sys
-import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.console import Console
-from rich.text import Text
 
+from framework.cli_support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
+from framework.commands.common import parse_seconds
 from framework.errors import LakeError
-
-F = TypeVar("F", bound=Callable[..., Any])
-err_console = Console(stderr=True, soft_wrap=True)  # errors stay one line per fact in logs (grep-able)
-
-
-class Ctx:
-    def __init__(self, project_dir: Path, debug: bool, quiet: bool) -> None:
-        self.project_dir = project_dir
-        self.debug = debug
-        self.quiet = quiet
-        self.console = Console(quiet=quiet)
-
-    def project(self):  # type: ignore[no-untyped-def]
-        from framework.config import load_project
-
-        return load_project(self.project_dir)
-
-
-def recorded(project: Any, command: str) -> contextlib.AbstractContextManager[Any]:
-    """Store a run record for this command, whatever happens (run history)."""
-    from framework import history
-    from framework.paths import Layout
-
-    return history.recorded(Layout(project.warehouse), command, sys.argv[1:])
-
-
-LOCK_TIMEOUT = click.option(
-    "--lock-timeout", default=30.0, show_default=True, metavar="SECONDS",
-    help="Wait this long for another lake process writing the same tables; 0 fails at once.")
-
-
-def locked(project: Any, names: list[str], timeout: float) -> contextlib.AbstractContextManager[Any]:
-    """Hold the project locks of the tables (and checkpoint) a command writes (framework/lock.py)."""
-    import shlex
-
-    from framework.lock import hold
-    from framework.paths import Layout
-
-    def stale(name: str, h: Any) -> None:
-        err_console.print(f"note: lock {name} was left by pid {h.pid} on {h.host} (`{h.command}`, "
-                          f"since {h.since:%Y-%m-%d %H:%M:%S}Z), which exited without releasing it; taken over",
-                          markup=False, highlight=False)
-
-    return hold(Layout(project.warehouse).locks, names, command=shlex.join(["lake", *sys.argv[1:]]),
-                timeout=timeout, on_stale=stale)
-
-
-def handle_errors(fn: F) -> F:
-    """Print user errors without a stack trace (exit 1); internal errors exit 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        ctx = click.get_current_context()
-        debug = bool(ctx.obj and ctx.obj.debug)
-        try:
-            return fn(*args, **kwargs)
-        except LakeError as e:
-            if debug:
-                traceback.print_exc()
-            err_console.print(Text.assemble(("Error:", "bold red"), " " + str(e)), highlight=False)
-            sys.exit(1)
-        except click.exceptions.Exit:
-            raise
-        except KeyboardInterrupt:
-            err_console.print("interrupted")
-            sys.exit(130)
-        except Exception as e:  # noqa: BLE001 - the boundary that turns crashes into messages
-            if debug:
-                traceback.print_exc()
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            err_console.print(
-                Text.assemble(("Internal error:", "bold red"), f" {type(e).__name__}: {first[:500]}\n"
-                              "  rerun with --debug for the stack trace; Spark's log is in <warehouse>/_lake/logs/spark.log"),
-                highlight=False,
-            )
-            sys.exit(2)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _say(console: Console, text: str) -> None:
-    """Print a message holding paths, names or other text lake does not control: rich would parse
-    `[...]` in it as markup (a folder named `[/]` raised MarkupError)."""
-    console.print(text, markup=False, highlight=False)
 
 
 @click.group()
@@ -123,10 +37,10 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
     from framework.scaffold import scaffold
 
     created = scaffold(directory, name)
-    _say(obj.console, f"Created project in {directory}:")
+    say(obj.console, f"Created project in {directory}:")
     for p in created:
-        _say(obj.console, f"  {p}")
-    _say(obj.console, f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'")
+        say(obj.console, f"  {p}")
+    say(obj.console, f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'")
 
 
 @main.command()
@@ -146,61 +60,29 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
            position: str | None, dump_format: str, as_json: bool, lock_timeout: float) -> None:
     """Ingest CDC events into the ODS Hudi tables (one streaming job for all tables)."""
     from framework import report
-    from framework.lock import ingest_lock, table_lock
-    from framework.session import spark_session
+    from framework.commands.ingest import run_bootstrap_command, run_ingest_command
 
     project = obj.project()
     if bootstrap:
         if dump_path is None:
             raise LakeError("--bootstrap needs --path DUMP", fix="lake ingest --bootstrap ods.user --path dumps/user.parquet --position mysql-bin.000003:154")
-        table = project.ods_table(bootstrap)
-        from framework.ods.bootstrap import run_bootstrap
-
-        with locked(project, [table_lock(table.qualified_name)], lock_timeout):
-            spark = spark_session(project)
-            res = run_bootstrap(spark, project, table, dump_path, position=position, fmt=dump_format)
+        res = run_bootstrap_command(project=project, table=bootstrap, path=dump_path, position=position, fmt=dump_format,
+                                    lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale)
         if as_json:
             click.echo(res.model_dump_json(indent=2))
         else:
-            _say(obj.console, f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'})")
+            say(obj.console, f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'})")
         return
-    secs = _parse_seconds(trigger) if trigger else None
-    from framework.ods.ingest import checkpoint_name, run_ingest
-
-    only = sorted({t.strip().removeprefix("ods.") for t in tables.split(",")}) if tables else None
-    writes = only or [t.table_name for t in project.ods_tables]
-    names = [ingest_lock(checkpoint_name(only)), *(table_lock(f"ods.{t}") for t in writes)]
-    with locked(project, names, lock_timeout):
-        spark = spark_session(project)
-        live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.IngestProgress(obj.console)
-        from framework.quality.ods_gate import BatchBlocked
-
-        with recorded(project, "ingest") as rec, live as bar:
-            try:
-                summary = run_ingest(spark, project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
-                                     trigger_seconds=secs, on_batch=bar.on_batch if bar else None, run_id=rec.run_id)
-            except BatchBlocked as e:
-                rec.ingest = e.summary  # the tables that committed, and the checks' outcomes
-                raise
-            rec.ingest = summary
+    secs = parse_seconds(trigger) if trigger else None
+    live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.IngestProgress(obj.console)
+    with live as bar:
+        summary = run_ingest_command(project=project, continuous=mode == "continuous", tables=tables.split(",") if tables else None,
+                                     trigger_seconds=secs, lock_timeout=lock_timeout, argv=sys.argv[1:],
+                                     on_batch=bar.on_batch if bar else None, on_stale=stale)
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     else:
         report.print_ingest_summary(obj.console, summary)
-
-
-def _parse_seconds(text: str) -> int:
-    t = text.strip().lower()
-    mult = 1
-    if t.endswith("ms"):
-        raise LakeError(f"--trigger {text}: sub-second triggers are not supported", fix="use e.g. --trigger 10s")
-    if t.endswith("s"):
-        t = t[:-1]
-    elif t.endswith("m"):
-        t, mult = t[:-1], 60
-    if not t.isdigit() or int(t) <= 0:
-        raise LakeError(f"--trigger {text!r} is not a duration", fix="use seconds or minutes, e.g. --trigger 10s or --trigger 1m")
-    return int(t) * mult
 
 
 @main.command()
@@ -212,19 +94,9 @@ def _parse_seconds(text: str) -> int:
 def sql(obj: Ctx, query: str, fmt: str, limit: int) -> None:
     """Run a Spark SQL query; ODS tables are `ods.<name>`."""
     from framework import report
-    from framework.catalog import register_ods
-    from framework.paths import Layout
-    from framework.session import spark_session
+    from framework.commands.sql import run_sql
 
-    project = obj.project()
-    spark = spark_session(project)
-    register_ods(spark, Layout(project.warehouse))
-    try:
-        df = spark.sql(query)
-    except Exception as e:  # AnalysisException / ParseException: a user error
-        msg = str(e).strip().splitlines()[0]
-        raise LakeError(f"query failed: {msg}", fix="check table and column names: lake sql 'show tables in ods'") from e
-    report.print_rows(obj.console, df, fmt, limit)
+    report.print_rows(obj.console, run_sql(project=obj.project(), query=query), fmt, limit)
 
 
 @main.command()
@@ -241,7 +113,7 @@ def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool, lock_timeou
 
     Runs in its own project, out/demo/ under --project (never the project's warehouse or CDC),
     set up from the project's declarations of the seed tables and the models built from them."""
-    from framework.demo import run_demo
+    from framework.demo.run import run_demo
 
     run_demo(obj.project(), obj.console, events=events, seed=seed, fresh=fresh, kafka=kafka, lock_timeout=lock_timeout)
 
@@ -257,30 +129,20 @@ def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool, lock_timeou
 def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, lock_timeout: float) -> None:
     """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance."""
     from framework import report
-    from framework.lock import table_lock
-    from framework.session import spark_session
-    from framework.transform.dag import select
-    from framework.transform.runner import build as run_build
-    from framework.transform.runner import load
+    from framework.commands.build import run_build
+    from framework.transform.runner import selection
 
     project = obj.project()
-    models, g = load(project)  # config and model errors before Spark starts
-    names = [table_lock(n) for n in select(g, models, list(selectors), list(exclude))]
-    with locked(project, names, lock_timeout):  # one writer per model, before Spark starts
-        spark = spark_session(project)
-        live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.ModelProgress(obj.console, len(names))
-        with recorded(project, "build") as rec, live as bar:
-            results = run_build(spark, project, list(selectors), list(exclude), incremental,
-                                on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, run_id=rec.run_id)
-            rec.models = results
-            if any(r.mode in ("failed", "skipped") for r in results):
-                rec.status = "failed"
-                rec.error = "; ".join(f"{r.model}: {r.reason}" for r in results if r.mode == "failed")
+    chosen = selection(project, selectors, exclude)  # config and model errors before Spark starts
+    live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.ModelProgress(obj.console, len(chosen.chosen))
+    with live as bar:
+        rec = run_build(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
+                        on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale)
     if as_json:
-        click.echo(json.dumps([r.model_dump(mode="json") for r in results], indent=2))  # datetimes as ISO text
+        click.echo(json.dumps([r.model_dump(mode="json") for r in rec.models], indent=2))  # datetimes as ISO text
     else:
-        report.print_build_summary(obj.console, results)
-    if any(r.mode in ("failed", "skipped") for r in results):
+        report.print_build_summary(obj.console, rec.models)
+    if rec.status == "failed":
         sys.exit(1)
 
 
@@ -294,40 +156,19 @@ def check(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
 
     Exits 1 if an error-severity check fails. Results are stored (see `lake report`)."""
     from framework import report
-    from framework.commands.check import check_tables, targets
-    from framework.session import spark_session
-    from models.records import ModelResult
+    from framework.commands.check import run_check
 
-    project = obj.project()
-    chosen = targets(project, list(selectors))  # config and selector errors before Spark starts
-    if not chosen:
-        raise LakeError("no selected model or ODS table declares `checks:`",
-                        fix="add `checks:` to a model's YAML or an ODS table (see README, Quality gates), or widen the selection")
-    spark = spark_session(project)
-    with recorded(project, "check") as rec:
-        results, missing = check_tables(spark, project, chosen, rec.run_id)
-        rec.models = [ModelResult(model=r.model, strategy="-", mode="checked", reason="blocked" if r.blocked else "passed",
-                                  checks=quality_outcomes(r), seconds=r.seconds) for r in results]
-        rec.models += [ModelResult(model=n, strategy="-", mode="skipped", reason="no table yet") for n in missing]
-        blocked = [r.model for r in results if r.blocked]
-        if blocked:
-            rec.status, rec.error = "failed", f"error checks fail in {', '.join(blocked)}"
+    rec, results, missing = run_check(project=obj.project(), selectors=list(selectors), argv=sys.argv[1:])
     if fmt == "json":
         click.echo(json.dumps({"run_id": rec.run_id, "results": [r.model_dump(mode="json", exclude={"ge_results"}) for r in results],
                                "skipped": missing}, indent=2))
     else:
         report.print_checks(obj.console, results)
         for n in missing:
-            _say(obj.console, f"  {n}: skipped, no table yet")
-        _say(obj.console, f"run {rec.run_id}; `lake report --run {rec.run_id}` renders it")
+            say(obj.console, f"  {n}: skipped, no table yet")
+        say(obj.console, f"run {rec.run_id}; `lake report --run {rec.run_id}` renders it")
     if rec.status == "failed":
         sys.exit(1)
-
-
-def quality_outcomes(record: Any) -> Any:
-    from framework.quality.quarantine import outcomes
-
-    return outcomes(record)
 
 
 @main.command("report")
@@ -351,8 +192,8 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
     if show_path:
         click.echo(str(page))
     else:
-        _say(obj.console, f"wrote {report_dir(project)}: runs in {page.parent / 'index.html'}, Data Docs in {report_dir(project) / 'gx' / 'index.html'}")
-        _say(obj.console, f"newest run page: {page}")
+        say(obj.console, f"wrote {report_dir(project)}: runs in {page.parent / 'index.html'}, Data Docs in {report_dir(project) / 'gx' / 'index.html'}")
+        say(obj.console, f"newest run page: {page}")
 
 
 @main.command("run")
@@ -369,18 +210,12 @@ def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str
             cycles: int | None, as_json: bool, lock_timeout: float) -> None:
     """Ingest, then build incrementally the selected models the new events reach."""
     from framework import report
-    from framework.continuous import run_continuous
-    from framework.lock import ingest_lock, table_lock
-    from framework.ods.ingest import checkpoint_name
-    from framework.session import spark_session
-    from framework.transform.dag import select
-    from framework.transform.runner import load
+    from framework.commands.run import run_run
+    from framework.transform.runner import selection
 
     project = obj.project()
-    models, g = load(project)
-    chosen = select(g, models, list(selectors), list(exclude))
-    names = [ingest_lock(checkpoint_name(None)), *(table_lock(t.qualified_name) for t in project.ods_tables), *(table_lock(n) for n in chosen)]
-    secs = _parse_seconds(trigger) if trigger else project.config.ods.trigger_seconds
+    chosen = selection(project, selectors, exclude)
+    secs = parse_seconds(trigger) if trigger else project.config.ods.trigger_seconds
     printer = report.cycle_printer(obj.console)
 
     def show(rec: Any) -> None:
@@ -389,11 +224,9 @@ def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str
         elif not obj.quiet:
             printer(rec)
 
-    with locked(project, names, lock_timeout):  # held for the whole loop, like `ingest --continuous`
-        spark = spark_session(project)
-        records = run_continuous(spark, project, list(selectors), list(exclude), sys.argv[1:], secs, on_cycle=show,
-                                 on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console),
-                                 max_cycles=cycles if continuous else 1)
+    records = run_run(project=project, selection=chosen, cycles=cycles if continuous else 1, trigger_seconds=secs,
+                      lock_timeout=lock_timeout, argv=sys.argv[1:], on_cycle=show,
+                      on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console), on_stale=stale)
     if any(r.status == "failed" for r in records[-1:]):
         sys.exit(1)
 
@@ -408,17 +241,15 @@ def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str
 def plan(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool) -> None:
     """Show per model the strategy, the reason and the pending upstream changes; writes nothing."""
     from framework import report
-    from framework.session import spark_session
-    from framework.transform.runner import load
-    from framework.transform.runner import plan as make_plan
+    from framework.commands.plan import run_plan
+    from framework.transform.runner import selection
 
     project = obj.project()
-    load(project)
-    spark = spark_session(project)
-    plans = make_plan(spark, project, list(selectors), list(exclude), incremental)
+    plans = run_plan(project=project, selection=selection(project, selectors, exclude), incremental=incremental)
     if as_json:
         click.echo(json.dumps([{"model": p.model.name, "mode": p.mode, "strategy": p.analysis.strategy, "reason": p.reason,
-                                "pending_commits": p.pending, "changed_rows": changed, "upstream_end": p.end} for p, changed in plans], indent=2))
+                                "pending_commits": dict(p.pending), "changed_rows": changed, "upstream_end": dict(p.end)}
+                               for p, changed in plans], indent=2))
     else:
         report.print_plan(obj.console, plans)
 
@@ -488,7 +319,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
         from framework.airflow import render_dags
 
         airflow_path.write_text(render_dags(project.root, schedules, lake_bin), encoding="utf-8")
-        _say(obj.console, f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
+        say(obj.console, f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
         return
     if list_only:
         for s in schedules:
@@ -497,13 +328,13 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
             click.echo(f"{s.name}  cron '{s.cron}' ({s.timezone})  {commands}\n  next: {times}")
         return
 
-    def say(text: str) -> None:
+    def log(text: str) -> None:
         from datetime import datetime
 
-        _say(err_console, f"{datetime.now():%Y-%m-%d %H:%M:%S} {text}")
+        say(err_console, f"{datetime.now():%Y-%m-%d %H:%M:%S} {text}")
 
-    steps = sched.SubprocessSteps(project.root, say)
-    sys.exit(sched.serve(sched.Scheduler(schedules, steps, say), say, steps.terminate))
+    steps = sched.SubprocessSteps(project.root, log)
+    sys.exit(sched.serve(sched.Scheduler(schedules, steps, log), log, steps.terminate))
 
 
 @main.group(invoke_without_command=True)

@@ -18,11 +18,11 @@ from pyspark.sql import SparkSession
 
 from framework import history
 from framework.config import Project
+from framework.history import settle_models
 from framework.ods.ingest import run_ingest
 from framework.paths import Layout
 from framework.quality.ods_gate import BatchBlocked
-from framework.transform.dag import select
-from framework.transform.runner import build, load
+from framework.transform.runner import Selection, build, selection
 from models.records import Freshness, IngestSummary, ModelResult, RunRecord
 
 
@@ -56,10 +56,11 @@ def freshness(summary: IngestSummary, g: nx.DiGraph, results: list[ModelResult])
 
 
 def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], args: list[str],
-              on_result: Callable[[ModelResult], None] | None = None) -> RunRecord:
-    """One ingest + incremental build of the affected models; stored as a run record."""
-    models, g = load(project)
-    chosen = select(g, models, selectors, exclude)
+              on_result: Callable[[ModelResult], None] | None = None, loaded: Selection | None = None) -> RunRecord:
+    """One ingest + incremental build of the affected models; stored as a run record. `loaded`:
+    the models and the selection, already loaded (else from `selectors` and `exclude`)."""
+    sel = loaded or selection(project, selectors, exclude)
+    g, chosen = sel.graph, sel.chosen
     with history.recorded(Layout(project.warehouse), "run", args) as rec:
         try:
             summary = run_ingest(spark, project, run_id=rec.run_id)
@@ -70,19 +71,16 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
         changed = {t.table for t in summary.totals().values() if t.upserts + t.deletes + t.truncated > 0}
         todo = affected(g, chosen, changed)
         if todo:
-            rec.models = build(spark, project, todo, [], incremental=True, on_result=on_result, run_id=rec.run_id)
+            settle_models(rec, build(spark, project, todo, [], incremental=True, on_result=on_result, run_id=rec.run_id, loaded=sel),
+                          list_skipped=True)
         rec.freshness = freshness(summary, g, rec.models)
-        bad = [r for r in rec.models if r.mode in ("failed", "skipped")]
-        rec.status = "failed" if bad else "ok"
-        if bad:
-            rec.error = "; ".join(f"{r.model}: {r.reason}" for r in bad)
     return rec
 
 
 def run_continuous(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], args: list[str],
                    trigger_seconds: int, on_cycle: Callable[[RunRecord], None] | None = None,
                    on_result: Callable[[ModelResult], None] | None = None,
-                   stop_event: threading.Event | None = None, max_cycles: int | None = None) -> list[RunRecord]:
+                   stop_event: threading.Event | None = None, max_cycles: int | None = None, loaded: Selection | None = None) -> list[RunRecord]:
     """Cycles every `trigger_seconds` (measured start to start) until stopped; a stop request
     lets the cycle in flight finish. A failing model does not stop the loop (its record says so);
     an ingest error does (it is raised)."""
@@ -95,7 +93,7 @@ def run_continuous(spark: SparkSession, project: Project, selectors: list[str], 
     try:
         while not stop.is_set():
             started = time.monotonic()
-            rec = run_cycle(spark, project, selectors, exclude, args, on_result)
+            rec = run_cycle(spark, project, selectors, exclude, args, on_result, loaded)
             records.append(rec)
             if on_cycle:
                 on_cycle(rec)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from framework.errors import LakeError
 from framework.paths import Layout
-from models.records import RunRecord
+from models.records import ModelResult, RunRecord
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -88,3 +88,13 @@ def get(layout: Layout, run_id: str) -> RunRecord:
         raise LakeError(f"no single run matches {run_id!r}" + (" (ambiguous)" if matches else ""),
                         fix=f"recent runs: {', '.join(known) or 'none'} (lake runs)")
     return _settle(RunRecord.model_validate_json(matches[0].read_text()))
+
+
+def settle_models(rec: RunRecord, results: list[ModelResult], *, list_skipped: bool = False) -> None:
+    """Put model results into a run record: failed when a model failed or was skipped; the error
+    lists the failed models (and, with `list_skipped`, the skipped ones)."""
+    rec.models = results
+    bad = [r for r in results if r.mode == "failed" or (r.mode == "skipped")]
+    if bad:
+        rec.status = "failed"
+        rec.error = "; ".join(f"{r.model}: {r.reason}" for r in bad if list_skipped or r.mode == "failed")

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from framework.kafka_broker import KafkaBroker
+from framework.demo.broker import KafkaBroker
 
 
 def running_broker(work_dir: Path) -> Iterator[KafkaBroker]:

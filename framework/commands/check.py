@@ -6,12 +6,14 @@ Nothing is committed or quarantined; the results are stored under the run id lik
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from framework import hudi
 from framework.config import Project
+from framework.errors import LakeError
 from framework.paths import Layout
 from framework.quality import store
 from framework.quality.checks import evaluate
@@ -20,6 +22,7 @@ from framework.transform.loader import load_models
 from framework.transform.reader import TableReader
 from models.quality import CheckSpec
 from models.quality_result import ModelQuality
+from models.records import ModelResult, RunRecord
 
 
 @dataclass(frozen=True)
@@ -69,3 +72,26 @@ def check_tables(spark: SparkSession, project: Project, selected: list[Target], 
         store.save(layout, out.record)
         results.append(out.record)
     return results, missing
+
+
+def run_check(*, project: Project, selectors: list[str], argv: Sequence[str]) -> tuple[RunRecord, list[ModelQuality], list[str]]:
+    """Evaluate the declared checks of the selection against the tables as they are (no build,
+    nothing committed or quarantined); the run record, the results, and what has no table yet."""
+    from framework.commands.common import recorded
+    from framework.quality.quarantine import outcomes
+    from framework.session import spark_session
+
+    chosen = targets(project, selectors)  # config and selector errors before Spark starts
+    if not chosen:
+        raise LakeError("no selected model or ODS table declares `checks:`",
+                        fix="add `checks:` to a model's YAML or an ODS table (see README, Quality gates), or widen the selection")
+    spark = spark_session(project)
+    with recorded(project, "check", argv) as rec:
+        results, missing = check_tables(spark, project, chosen, rec.run_id)
+        rec.models = [ModelResult(model=r.model, strategy="-", mode="checked", reason="blocked" if r.blocked else "passed",
+                                  checks=outcomes(r), seconds=r.seconds) for r in results]
+        rec.models += [ModelResult(model=n, strategy="-", mode="skipped", reason="no table yet") for n in missing]
+        blocked = [r.model for r in results if r.blocked]
+        if blocked:
+            rec.status, rec.error = "failed", f"error checks fail in {', '.join(blocked)}"
+    return rec, results, missing

@@ -223,22 +223,7 @@ def run_ingest(
     writer = OdsBatchWriter(spark, project, sid, only, run_id=run_id)
     summary = IngestSummary(run_id=run_id or uuid.uuid4().hex[:12], started_at=datetime.now(timezone.utc))
     failure: list[BaseException] = []
-
-    def handle(batch: DataFrame, batch_id: int) -> None:
-        try:
-            msgs = source.messages(spark, batch, batch_id)
-            result = writer.process(msgs, batch_id)
-        except BaseException as e:  # surfaced after the query stops
-            if isinstance(e, BatchBlocked):
-                summary.batches.append(e.result)  # the tables that committed are in the record
-            failure.append(e)
-            raise
-        finally:
-            source.release()
-        summary.batches.append(result)
-        if on_batch:
-            on_batch(result)
-
+    handle = _batch_handler(spark, source, writer, summary, failure, on_batch)
     writer_stream = source.stream(spark).writeStream.foreachBatch(handle).option("checkpointLocation", str(ckpt / STREAM_CHECKPOINT))
     if continuous:
         secs = trigger_seconds or project.config.ods.trigger_seconds
@@ -261,6 +246,29 @@ def run_ingest(
         raise IngestFailed(f"the streaming query failed: {str(exc).splitlines()[0]}", fix="see warehouse/_lake/logs/spark.log; rerun with --debug")
     summary.status = "ok"
     return summary
+
+
+def _batch_handler(spark: SparkSession, source: Source, writer: OdsBatchWriter, summary: IngestSummary,
+                   failure: list[BaseException], on_batch: Callable[[BatchResult], None] | None) -> Callable[[DataFrame, int], None]:
+    """The `foreachBatch` function: one micro-batch through the writer, its result into
+    `summary`; an error goes to `failure` (surfaced after the query stops) and fails the batch."""
+
+    def handle(batch: DataFrame, batch_id: int) -> None:
+        try:
+            msgs = source.messages(spark, batch, batch_id)
+            result = writer.process(msgs, batch_id)
+        except BaseException as e:
+            if isinstance(e, BatchBlocked):
+                summary.batches.append(e.result)  # the tables that committed are in the record
+            failure.append(e)
+            raise
+        finally:
+            source.release()
+        summary.batches.append(result)
+        if on_batch:
+            on_batch(result)
+
+    return handle
 
 
 def _await(query: Any, stop: threading.Event, continuous: bool) -> Any:

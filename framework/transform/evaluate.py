@@ -62,10 +62,6 @@ class Evaluator:
         except PlanError as e:
             raise LakeError(str(e), fix=e.fix) from e
 
-    def changed_rows(self, p: ModelPlan) -> dict[str, int]:
-        """Rows changed per upstream in the plan's range (for `lake plan`)."""
-        return {u: self.reader.incremental(u, p.begin[u], p.end[u], cdc=False).count() for u, n in p.pending.items() if n and p.begin.get(u)}
-
     def run(self, p: ModelPlan) -> ModelResult:
         t0 = time.time()
         res = ModelResult(model=p.model.name, strategy=p.analysis.strategy, mode=p.mode, reason=p.reason, upstream=dict(p.end))

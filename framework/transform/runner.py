@@ -8,7 +8,8 @@ the reason and the run exits non-zero.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import networkx as nx
@@ -16,17 +17,36 @@ from pyspark.sql import SparkSession
 
 from framework.config import Project
 from framework.errors import LakeError
+from framework.paths import Layout
 from framework.quality.checks import GateResult
+from framework.transform.analysis import Analyses
 from framework.transform.dag import build_graph, select
-from framework.transform.evaluate import Evaluator
+from framework.transform.evaluate import Evaluator, ods_keys
 from framework.transform.loader import Model, load_models
-from framework.transform.plan import ModelPlan
+from framework.transform.plan import BuildLimits, ModelPlan, PlanError, make_plan, needs_sizes
+from framework.transform.reader import TableReader
+from framework.transform.state import read_state
 from models.records import BUILT_MODES, ModelResult
 
 
 def load(project: Project) -> tuple[dict[str, Model], nx.DiGraph]:
     models = load_models(project)
     return models, build_graph(project, models)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The project's models and graph, loaded once per command, and the models selected."""
+
+    models: dict[str, Model]
+    graph: nx.DiGraph
+    chosen: list[str]
+
+
+def selection(project: Project, selectors: Sequence[str], exclude: Sequence[str] = ()) -> Selection:
+    """Load the models (config and model errors, before Spark starts) and select."""
+    models, g = load(project)
+    return Selection(models, g, select(g, models, list(selectors), list(exclude)))
 
 
 def build(
@@ -38,12 +58,13 @@ def build(
     on_start: Callable[[str], None] | None = None,
     on_result: Callable[[ModelResult], None] | None = None,
     run_id: str | None = None,
+    loaded: Selection | None = None,
 ) -> list[ModelResult]:
     """Build the selected models one at a time, upstreams first and the serving layer's chains
     before models that feed no DWS model (`serving_first`). `run_id` (the run record's) labels
     the quality results and quarantined rows; a fresh id is made when None. Results come back in
-    the order the models were built."""
-    models, g = load(project)
+    the order the models were built. `loaded`: the project's models, already loaded."""
+    models, g = (loaded.models, loaded.graph) if loaded else load(project)
     order = serving_first(g, models, select(g, models, selectors, exclude))
     builder = Evaluator(spark, project, models, run_id=run_id)
     results: list[ModelResult] = []
@@ -95,13 +116,25 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
     return r
 
 
-def plan(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], incremental: bool) -> list[tuple[ModelPlan, dict[str, int]]]:
-    """Each selected model's plan (and pending changed rows), in the order `build` would run them."""
-    models, g = load(project)
-    order = serving_first(g, models, select(g, models, selectors, exclude))
-    builder = Evaluator(spark, project, models)
-    out = []
-    for name in order:
-        p = builder.plan(models[name], incremental)
-        out.append((p, builder.changed_rows(p) if p.mode in ("incremental", "recompute") else {}))
-    return out
+def plan(spark: SparkSession | None, project: Project, chosen: Selection, incremental: bool) -> list[tuple[ModelPlan, dict[str, int]]]:
+    """Each selected model's plan (and its upstreams' changed rows), in the order `build` would run
+    them, from one read of the selection's state. `spark` may be None when none of its tables exists."""
+    models = chosen.models
+    order = serving_first(chosen.graph, models, list(chosen.chosen))
+    layout = Layout(project.warehouse)
+    analyses = Analyses(models, ods_keys(spark, project, layout))
+    limits = BuildLimits(project.config.build.recompute_below_mib)
+    ups = [u for n in order for u in models[n].upstreams]
+    sized = [u for n in order if needs_sizes(models[n], limits) for u in models[n].upstreams]
+    state = read_state(spark, layout, ups, order, sized)
+    try:
+        plans = make_plan([(models[n], analyses.of(models[n])) for n in order], state, incremental, limits)
+    except PlanError as e:
+        raise LakeError(str(e), fix=e.fix) from e
+    reader = TableReader(spark, layout) if spark is not None else None
+    return [(p, _changed_rows(reader, p) if reader and p.mode in ("incremental", "recompute") else {}) for p in plans]
+
+
+def _changed_rows(reader: TableReader, p: ModelPlan) -> dict[str, int]:
+    """Rows changed per upstream in the plan's range (for `lake plan`)."""
+    return {u: reader.incremental(u, p.begin[u], p.end[u], cdc=False).count() for u, n in p.pending.items() if n and p.begin.get(u)}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from framework import jars
+from framework.demo.broker import KafkaBroker
 from framework.errors import EnvironmentProblem
-from framework.kafka_broker import KafkaBroker
 from tests.kafka_fixture import consume, unique_topic
 
 

@@ -15,7 +15,7 @@ from framework.transform.engine import Builder, lake_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from framework.demo_data import Simulator
+from framework.demo import Simulator
 from framework.transform.reader import visible_columns
 from framework.transform.runner import build, load
 from tests.conftest import REPO

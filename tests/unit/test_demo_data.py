@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from framework import demo_data as dd
+from framework import demo as dd
 from framework.ods.envelope import row_columns
 
 

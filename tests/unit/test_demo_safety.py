@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from framework.config import load_project
-from framework.demo import MARKER, prepared, run_demo
+from framework.demo.run import MARKER, prepared, run_demo
 from framework.errors import LakeError
 from framework.lock import hold, table_lock
 from framework.paths import Layout

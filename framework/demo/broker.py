@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
-import ctypes
 import os
 import signal
 import socket
@@ -30,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from framework.demo.services import die_with_parent, free_port, log_tail
 from framework.errors import EnvironmentProblem
 from framework.jars import KAFKA_VERSION, java_executable, kafka_broker_classpath
 
@@ -48,13 +48,6 @@ log4j.logger.kafka.request.logger=WARN
 """
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _cluster_id(data_dir: Path) -> str:
     """The id the data dir was formatted with, so a restart keeps its topics; else a new one.
 
@@ -69,12 +62,6 @@ def _cluster_id(data_dir: Path) -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not text.startswith("-"):
             return text
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel kills the JVM if this Python process dies."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _client_module() -> Any:
@@ -211,7 +198,7 @@ class KafkaBroker:
         if fmt.returncode != 0:
             raise EnvironmentProblem(
                 f"formatting Kafka storage in {self.work_dir / 'data'} failed:\n"
-                + _tail(fmt.stdout + fmt.stderr),
+                + log_tail(fmt.stdout + fmt.stderr),
                 fix="the line above names the cause; the jars come from `make install`, Java 17 must be installed",
             )
 
@@ -223,7 +210,7 @@ class KafkaBroker:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 # The death signal fires when the forking *thread* exits, so only from the main one.
-                preexec_fn=_die_with_parent if main_thread else None,
+                preexec_fn=die_with_parent if main_thread else None,
             )
         atexit.register(self.stop)
         try:
@@ -264,7 +251,7 @@ class KafkaBroker:
         out = self.work_dir / "logs" / "kafka.out"
         log += out.read_text(errors="replace") if out.exists() else ""
         raise EnvironmentProblem(
-            f"{what}; last lines of its log ({self.log_file}):\n{_tail(log, 20)}",
+            f"{what}; last lines of its log ({self.log_file}):\n{log_tail(log, 20)}",
             fix="check the log; a port clash or a slow machine may need a retry or a longer start_timeout",
         )
 
@@ -385,14 +372,8 @@ class KafkaBroker:
         return f"KafkaBroker({KAFKA_VERSION}, {state}, {self.work_dir})"
 
 
-def _tail(text: str, n: int = 10) -> str:
-    """Last `n` lines that say something: indented lines (stack frames, the config dump) are left out."""
-    lines = [line for line in text.strip().splitlines() if line and not line[0].isspace()]
-    return "\n".join(lines[-n:])
-
-
 def main(argv: list[str] | None = None) -> None:
-    """`python -m framework.kafka_broker [WORK_DIR]` (`make kafka-broker`): run until Ctrl-C."""
+    """`python -m framework.demo.broker [WORK_DIR]` (`make kafka-broker`): run until Ctrl-C."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Run a single-node Kafka broker on loopback.")

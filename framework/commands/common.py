@@ -1,0 +1,42 @@
+"""What every command that writes shares: the project locks it holds, the run record it leaves,
+and how a record reads failed."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from framework import history
+from framework.config import Project
+from framework.errors import LakeError
+from framework.lock import hold
+from framework.paths import Layout
+from models.records import LockHolder, RunRecord
+
+
+def locked(project: Project, names: list[str], timeout: float, argv: Sequence[str],
+           on_stale: Callable[[str, LockHolder], None] | None = None) -> contextlib.AbstractContextManager[Any]:
+    """Hold the project locks of the tables (and checkpoint) a command writes (framework/lock.py)."""
+    return hold(Layout(project.warehouse).locks, names, command=shlex.join(["lake", *argv]), timeout=timeout, on_stale=on_stale)
+
+
+def recorded(project: Project, command: str, argv: Sequence[str]) -> contextlib.AbstractContextManager[RunRecord]:
+    """A run record for the block, stored whatever happens (run history)."""
+    return history.recorded(Layout(project.warehouse), command, list(argv))
+
+
+def parse_seconds(text: str) -> int:
+    """`10s`, `2m` or `30` as seconds (a `--trigger`)."""
+    t = text.strip().lower()
+    mult = 1
+    if t.endswith("ms"):
+        raise LakeError(f"--trigger {text}: sub-second triggers are not supported", fix="use e.g. --trigger 10s")
+    if t.endswith("s"):
+        t = t[:-1]
+    elif t.endswith("m"):
+        t, mult = t[:-1], 60
+    if not t.isdigit() or int(t) <= 0:
+        raise LakeError(f"--trigger {text!r} is not a duration", fix="use seconds or minutes, e.g. --trigger 10s or --trigger 1m")
+    return int(t) * mult
