@@ -16,7 +16,8 @@ import pytest
 from rich.console import Console
 
 from framework.config import load_project
-from framework.demo.run import MARKER, prepared, run_demo
+from framework.demo.project import MARKER, prepared
+from framework.demo.run import run_demo
 from framework.errors import LakeError
 from framework.lock import hold, table_lock
 from framework.paths import Layout
