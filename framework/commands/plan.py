@@ -20,4 +20,4 @@ def run_plan(*, project: Project, selection: Selection, incremental: bool) -> li
         from framework.session import spark_session
 
         spark = spark_session(project)
-    return plan(spark, project, selection, incremental)
+    return plan(spark, project, list(selection.chosen), [], incremental, loaded=selection)

@@ -116,9 +116,12 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
     return r
 
 
-def plan(spark: SparkSession | None, project: Project, chosen: Selection, incremental: bool) -> list[tuple[ModelPlan, dict[str, int]]]:
+def plan(spark: SparkSession | None, project: Project, selectors: list[str], exclude: list[str], incremental: bool,
+         loaded: Selection | None = None) -> list[tuple[ModelPlan, dict[str, int]]]:
     """Each selected model's plan (and its upstreams' changed rows), in the order `build` would run
-    them, from one read of the selection's state. `spark` may be None when none of its tables exists."""
+    them, from one read of the selection's state. `spark` may be None when none of its tables
+    exists; `loaded`: the models and the selection, already loaded (else from the selectors)."""
+    chosen = loaded or selection(project, selectors, exclude)
     models = chosen.models
     order = serving_first(chosen.graph, models, list(chosen.chosen))
     layout = Layout(project.warehouse)
