@@ -162,7 +162,8 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
         if as_json:
             click.echo(res.model_dump_json(indent=2))
         else:
-            _say(obj.console, f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'})")
+            dropped = f"; {res.duplicates} older duplicate rows dropped (by ordering)" if res.duplicates else ""
+            _say(obj.console, f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'}){dropped}")
         return
     secs = _parse_seconds(trigger) if trigger else None
     from framework.ods.ingest import checkpoint_name, run_ingest

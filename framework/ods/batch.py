@@ -210,7 +210,8 @@ class OdsBatchWriter:
                            .when((F.col("tbl") == t.source) & empty, F.lit(f"empty key ({', '.join(t.key)}): Hudi cannot store an empty record key"))
                            .otherwise(key_problem))
         reason = (
-            F.when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
+            F.when(F.col("value").startswith("lake: line too long ("), F.regexp_extract("value", "^lake: ([^;]*)", 1))
+            .when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
             .when(F.col("op").isNull(), F.lit("not a Debezium envelope: no `op` field"))
             .when(~F.col("op").isin("c", "u", "d", "r", "t"), F.concat(F.lit("unknown op '"), F.col("op"), F.lit("'")))
             .when(F.col("tbl") == "", F.lit("no source.db / source.table in the envelope"))
@@ -670,13 +671,21 @@ class OdsBatchWriter:
 
     # ------------------------------------------------------------------ dead letter
     def _write_dead_letter(self, parsed: DataFrame, extra: list[DataFrame], batch_id: int) -> None:
+        """Upsert the batch's bad messages into the dead letter, which every stream shares.
+
+        Concurrent ingests of disjoint `--tables` each write it: its lock, held for this write
+        only, keeps two Hudi writers off it at once (in Hudi's single-writer mode one rolls back
+        the other's in-flight commit). A replay is recognised by any commit of this stream with
+        this batch or a later one: other streams' commits may have come in between.
+        """
+        from framework.faults import pausepoint
+        from framework.lock import LockHeldError, hold, table_lock
+
+        wait = 300  # seconds; another stream's dead-letter write takes seconds
         dead = parsed.where(F.col("status") == "dead")
         for e in extra:
             dead = dead.unionByName(e.select(*parsed.columns))
         path = self.layout.dead_letter
-        _inst, meta = hudi.last_commit_metadata(self.spark, path)
-        if meta.get("ods_stream") == self.stream_id and int(meta.get("ods_batch", "-1")) >= batch_id:
-            return
         out = dead.select(
             F.col("loc"),
             F.col("value").alias("raw"),
@@ -688,7 +697,20 @@ class OdsBatchWriter:
             F.current_timestamp().alias("dead_at"),
         )
         opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=self.local, extra=self.project.config.hudi)
-        hudi.write(out, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id)})
+        pausepoint("before_dead_letter_lock")
+        try:
+            with hold(self.layout.locks, [table_lock("_lake.dead_letter")], timeout=wait,
+                      command=f"lake ingest (dead letter of micro-batch {batch_id})"):
+                if any(meta.get("ods_stream") == self.stream_id and int(meta.get("ods_batch", "-1")) >= batch_id
+                       for _inst, meta in hudi.commit_metadata(self.spark, path)):
+                    return
+                hudi.write(out, path, opts, {"ods_stream": self.stream_id, "ods_batch": str(batch_id)})
+        except LockHeldError as e:
+            raise LockHeldError(
+                f"micro-batch {batch_id} cannot write the dead letter {path}: {e.message}",
+                fix="another ingest is writing it; if that process hangs, stop it (its lock is released when it "
+                "exits), then rerun: the tables that committed this micro-batch recognise its replay",
+            ) from e
 
 
 def watermark_older(watermark: str) -> Column:
