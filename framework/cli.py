@@ -71,7 +71,8 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
         if as_json:
             click.echo(res.model_dump_json(indent=2))
         else:
-            say(obj.console, f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'})")
+            dropped = f"; {res.duplicates} older duplicate rows dropped (by ordering)" if res.duplicates else ""
+            say(obj.console, f"bootstrapped {res.table}: {res.rows} rows from {res.path} (hand-off position {res.position or 'none'}){dropped}")
         return
     secs = parse_seconds(trigger) if trigger else None
     live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.IngestProgress(obj.console)

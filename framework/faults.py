@@ -1,11 +1,17 @@
-"""Fault injection for crash tests: `LAKE_FAILPOINT=<name>[:<n>]` kills the process (SIGKILL) the
-n-th time (default first) execution reaches `failpoint(<name>)`. Unset in normal runs: a no-op."""
+"""Fault injection for crash and concurrency tests; unset in normal runs, both are no-ops.
+
+`LAKE_FAILPOINT=<name>[:<n>]` kills the process (SIGKILL) the n-th time (default first) execution
+reaches `failpoint(<name>)`. `LAKE_PAUSE=<name>:<dir>` makes `pausepoint(<name>)` announce the
+process (file `<dir>/<name>.<pid>`) and wait until `<dir>/go` exists (at most 10 minutes): a test
+lets several processes reach a point, then releases them together."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from collections import Counter
+from pathlib import Path
 
 _hits: Counter[str] = Counter()
 
@@ -20,3 +26,17 @@ def failpoint(name: str) -> None:
     _hits[name] += 1
     if _hits[name] == int(nth or 1):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pausepoint(name: str) -> None:
+    spec = os.environ.get("LAKE_PAUSE")
+    if not spec:
+        return
+    target, _, where = spec.partition(":")
+    if target != name or not where:
+        return
+    d = Path(where)
+    (d / f"{name}.{os.getpid()}").touch()
+    deadline = time.monotonic() + 600
+    while not (d / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)

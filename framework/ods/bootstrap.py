@@ -4,6 +4,8 @@ A full load (Parquet, or CSV with a header row, as a migration service's full lo
 the table's base. Its rows get the ordering sequence of the dump's source position, and the
 position is stored in the same commit as the table's bootstrap watermark: later CDC events from
 before it are dropped (counted as `before_bootstrap`), so older events cannot regress the dump.
+A key on several rows of the dump keeps the row with the greatest `ordering:` values; without
+`ordering:`, or when those tie, the bootstrap stops (a bulk insert would store every copy).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import BaseModel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from framework import hudi
@@ -30,6 +32,7 @@ class BootstrapResult(BaseModel):
     path: str
     rows: int
     position: str | None
+    duplicates: int = 0  # rows dropped: older versions (by `ordering:`) of a key
 
 
 def _read_dump(spark: SparkSession, path: Path, fmt: str) -> DataFrame:
@@ -50,6 +53,40 @@ def _read_dump(spark: SparkSession, path: Path, fmt: str) -> DataFrame:
         return spark.read.option("header", True).option("inferSchema", True).csv(str(path))
     except Exception as e:  # unreadable dump: say which file and what Spark said
         raise LakeError(f"cannot read the dump {path} as {fmt}: {str(e).splitlines()[0]}", fix="check the file is a complete Parquet/CSV dump") from e
+
+
+def _one_row_per_key(rows: DataFrame, table: OdsTable, path: Path) -> tuple[DataFrame, int]:
+    """The dump's rows, one per key (the greatest `_seq`, ordering columns first, wins), and how
+    many rows that dropped."""
+    key = table.key
+    cols = ", ".join(key)
+
+    def sample(df: DataFrame) -> str:
+        found = df.select(*key).orderBy(*key).limit(5).collect()
+        return "; ".join(", ".join(f"{k}={r[k]!r}" for k in key) for r in found)
+
+    counted = rows.groupBy(*key).agg(F.count(F.lit(1)).alias("_n"))
+    dup = counted.where(F.col("_n") > 1)
+    stats = dup.agg(F.count(F.lit(1)).alias("keys"), F.sum("_n").alias("rows")).first()
+    if stats is None or stats["keys"] == 0:
+        return rows, 0
+    n_dup, n_rows = int(stats["keys"]), int(stats["rows"])
+    if not table.ordering:
+        raise LakeError(
+            f"the dump {path} has {n_dup} key(s) of {table.qualified_name} ({cols}) on more than one row, e.g. {sample(dup)}",
+            fix="remove the duplicates from the dump, or declare `ordering:` on the table in layers/ods/ "
+            "so that the row with the greatest ordering value is kept",
+        )
+    latest = rows.withColumn("_top", F.max("_seq").over(Window.partitionBy(*key))).where(F.col("_seq") == F.col("_top")).drop("_top")
+    tied = latest.groupBy(*key).agg(F.count(F.lit(1)).alias("_n")).where(F.col("_n") > 1)
+    n_tied = tied.count()
+    if n_tied:
+        raise LakeError(
+            f"the dump {path} has {n_tied} key(s) of {table.qualified_name} ({cols}) on several rows with the same "
+            f"greatest ordering ({', '.join(table.ordering)}), e.g. {sample(tied)}",
+            fix="remove the duplicates from the dump: lake cannot tell which of these rows is the latest",
+        )
+    return latest, n_rows - n_dup
 
 
 def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: Path, *, position: str | None, fmt: str = "auto") -> BootstrapResult:
@@ -86,6 +123,7 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
         F.lit(f"bootstrap:{path.name}").alias("_source"),
     )
     assert list(out.columns[-len(META_COLUMNS):]) == META_COLUMNS
+    out, dropped = _one_row_per_key(out, table, path)
     if table.partition_by:
         p = table.partition_by
         fmt_ = {"day": "yyyy-MM-dd", "month": "yyyy-MM", "year": "yyyy"}[p.granularity]
@@ -102,4 +140,4 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
     if watermark:
         meta["bootstrap_watermark"] = watermark
     hudi.write(out, target, opts, meta)
-    return BootstrapResult(table=table.qualified_name, path=str(path), rows=rows, position=watermark)
+    return BootstrapResult(table=table.qualified_name, path=str(path), rows=rows, position=watermark, duplicates=dropped)

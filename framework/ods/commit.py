@@ -14,12 +14,14 @@ from pyspark.sql import functions as F
 
 from framework import hudi
 from framework.errors import QualityGateError
-from framework.faults import failpoint
+from framework.faults import failpoint, pausepoint
+from framework.lock import LockHeldError, hold, table_lock
 from framework.ods.context import BatchContext, TableState
 from framework.ods.prepare import Prepared
 from framework.quality.ods_gate import check_table
 
 DEAD_LETTER_KEY = ["loc"]
+DEAD_LETTER_WAIT_SECONDS = 300  # another stream's dead-letter write takes seconds
 
 
 def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, cache: list[DataFrame], blocked: list[QualityGateError]) -> None:
@@ -65,14 +67,16 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
 
 def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFrame], batch_id: int) -> None:
     """Upsert the batch's bad messages (parse errors, and each table's `extra`) into
-    `_lake.dead_letter`, keyed by location so a replay does not duplicate them."""
+    `_lake.dead_letter`, keyed by location so a replay does not duplicate them.
+
+    Every stream shares it: concurrent ingests of disjoint `--tables` each write it, so its lock,
+    held for this write only, keeps two Hudi writers off it at once (in Hudi's single-writer mode
+    one rolls back the other's in-flight commit). A replay is recognised by any commit of this
+    stream with this batch or a later one: other streams' commits may have come in between."""
     dead = parsed.where(F.col("status") == "dead")
     for e in extra:
         dead = dead.unionByName(e.select(*parsed.columns))
     path = ctx.layout.dead_letter
-    _inst, meta = hudi.last_commit_metadata(ctx.spark, path)
-    if meta.get("ods_stream") == ctx.stream_id and int(meta.get("ods_batch", "-1")) >= batch_id:
-        return
     out = dead.select(
         F.col("loc"),
         F.col("value").alias("raw"),
@@ -84,4 +88,17 @@ def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFram
         F.current_timestamp().alias("dead_at"),
     )
     opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=ctx.local, extra=ctx.project.config.hudi)
-    hudi.write(out, path, opts, {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id)})
+    pausepoint("before_dead_letter_lock")
+    try:
+        with hold(ctx.layout.locks, [table_lock("_lake.dead_letter")], timeout=DEAD_LETTER_WAIT_SECONDS,
+                  command=f"lake ingest (dead letter of micro-batch {batch_id})"):
+            if any(meta.get("ods_stream") == ctx.stream_id and int(meta.get("ods_batch", "-1")) >= batch_id
+                   for _inst, meta in hudi.commit_metadata(ctx.spark, path)):
+                return
+            hudi.write(out, path, opts, {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id)})
+    except LockHeldError as e:
+        raise LockHeldError(
+            f"micro-batch {batch_id} cannot write the dead letter {path}: {e.message}",
+            fix="another ingest is writing it; if that process hangs, stop it (its lock is released when it "
+            "exits), then rerun: the tables that committed this micro-batch recognise its replay",
+        ) from e

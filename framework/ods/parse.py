@@ -66,7 +66,8 @@ def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str
     tables = list(tables)
     known = F.col("tbl").isin(list(declared)) if declared else F.lit(False)
     reason = (
-        F.when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
+        F.when(F.col("value").startswith("lake: line too long ("), F.regexp_extract("value", "^lake: ([^;]*)", 1))
+        .when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
         .when(F.col("op").isNull(), F.lit("not a Debezium envelope: no `op` field"))
         .when(~F.col("op").isin("c", "u", "d", "r", "t"), F.concat(F.lit("unknown op '"), F.col("op"), F.lit("'")))
         .when(F.col("tbl") == "", F.lit("no source.db / source.table in the envelope"))
