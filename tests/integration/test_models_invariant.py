@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from chispa import assert_approx_df_equality
-from framework.transform.engine import Builder, lake_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from framework.columns import lake_key, visible_columns
 from framework.demo import Simulator
-from framework.transform.reader import visible_columns
+from framework.transform.evaluate import Evaluator
 from framework.transform.runner import build, load
+from framework.transform.strategies import aggregate, full
 from tests.conftest import REPO
 from tests.helpers import LakeProject
 
@@ -47,22 +48,22 @@ def make_project(root: Path, lake_extra: str = "") -> LakeProject:
 def assert_models_equal_full_rebuild(spark: Any, lp: LakeProject) -> None:
     project = lp.project
     models, _ = load(project)
-    builder = Builder(spark, project, models)
+    builder = Evaluator(spark, project, models)
     for name, m in models.items():
-        full = builder._full_rows(builder.plan(m, incremental=False))
-        cols = [c for c in visible_columns(full)]
-        if "_deleted" in full.columns:
-            full = full.where("NOT _deleted")
-        expected = full.select(*cols)
+        rows = full.rows(builder.ctx, builder.plan(m, incremental=False))
+        cols = [c for c in visible_columns(rows)]
+        if "_deleted" in rows.columns:
+            rows = rows.where("NOT _deleted")
+        expected = rows.select(*cols)
         actual = builder.reader.snapshot(name).select(*cols)
         assert_approx_df_equality(actual, expected, precision=1e-9, ignore_row_order=True, ignore_nullable=True)
-        if builder.analysis(m).strategy == "aggregate":
+        if builder.analyses.of(m).strategy == "aggregate":
             # The hidden state too (sums, counts, extremes), and how many rows hold each MIN/MAX
             # where the table knows it (NULL: unknown): a wrong holder count shows in the visible
             # columns only after a later retraction.
             p = builder.plan(m, incremental=False)
             a = p.analysis
-            exact = builder._finalize(p, builder._state_query(p, builder._snapshots(p)[a.upstreams[0]], holders=True))
+            exact = aggregate.finalize(builder.ctx, p, aggregate.state_query(builder.ctx, p, builder.ctx.snapshots(p)[a.upstreams[0]], holders=True))
             exact = exact.withColumn("_lake_key", lake_key(list(a.key or ())))
             state = [c for c in exact.columns if c.startswith("_lake_") and c != "_lake_key"] + ["_deleted"]
             holders = [c for c in state if c.startswith("_lake_c")]
