@@ -104,12 +104,19 @@ def test_kill_at_a_random_moment_then_rerun(tmp_path_factory: pytest.TempPathFac
     proc = _lake(tmp_path, "ingest", "--once")
     deadline = time.time() + 120
     # Wait until the first table commit exists, then kill after a random short delay.
-    while time.time() < deadline and not list((tmp_path / "warehouse" / "ods").glob("*/.hoodie/timeline/*.commit")):
-        if proc.poll() is not None:
-            break
+    committed = False
+    while time.time() < deadline and proc.poll() is None and not committed:
+        committed = bool(list((tmp_path / "warehouse" / "ods").glob("*/.hoodie/timeline/*.commit")))
         time.sleep(0.2)
     time.sleep(random.Random(os.getpid()).uniform(0.0, 3.0))
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
+    proc.send_signal(signal.SIGKILL)  # no-op when the run has ended
+    out, _ = proc.communicate(timeout=60)
+    # The kill landed inside the run: after its first commit, before it finished.
+    assert committed, out
+    assert proc.returncode == -signal.SIGKILL, f"the run ended (exit {proc.returncode}) before the kill:\n{out}"
+    from framework import history
+
+    (killed,) = history.runs(lp.layout)
+    assert killed.status == "crashed", killed
     lp.ingest(spark)
     assert _snapshot(lp, spark) == expected
