@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from framework import history
 from framework.config import Project
+from framework.faults import failpoint
 from framework.history import settle_models
 from framework.ods.ingest import run_ingest
 from framework.paths import Layout
@@ -68,6 +69,7 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
             rec.ingest = e.summary
             raise
         rec.ingest = summary
+        failpoint("after_run_ingest")
         changed = {t.table for t in summary.totals().values() if t.upserts + t.deletes + t.truncated > 0}
         todo = affected(g, chosen, changed)
         if todo:

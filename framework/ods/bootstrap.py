@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from framework import hudi
 from framework.config import Project
 from framework.errors import LakeError
+from framework.faults import failpoint
 from framework.ods import decode as D
 from framework.ods.batch import META_COLUMNS
 from framework.ods.position import parse_position, seq_at
@@ -139,5 +140,6 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
     meta = {"bootstrap_rows": str(rows), "bootstrap_source": str(path)}
     if watermark:
         meta["bootstrap_watermark"] = watermark
+    failpoint("before_bootstrap_commit")
     hudi.write(out, target, opts, meta)
     return BootstrapResult(table=table.qualified_name, path=str(path), rows=rows, position=watermark, duplicates=dropped)

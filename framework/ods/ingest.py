@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from framework.config import Project
 from framework.errors import EnvironmentProblem, IngestFailed, LakeError
+from framework.faults import failpoint
 from framework.ods.batch import OdsBatchWriter, resolve_source_path
 from framework.paths import Layout
 from framework.quality.ods_gate import BatchBlocked
@@ -257,6 +258,7 @@ def _batch_handler(spark: SparkSession, source: Source, writer: OdsBatchWriter, 
         try:
             msgs = source.messages(spark, batch, batch_id)
             result = writer.process(msgs, batch_id)
+            failpoint("before_offset_commit")  # every table and the dead letter committed; Spark records the batch after
         except BaseException as e:
             if isinstance(e, BatchBlocked):
                 summary.batches.append(e.result)  # the tables that committed are in the record

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from framework import hudi
+from framework.faults import failpoint
 from framework.paths import Layout
 from framework.quality.checks import RUN_ID
 from models.quality_result import ModelQuality
@@ -31,6 +32,7 @@ def write(layout: Layout, model: str, rows: DataFrame, identity: str, *, local: 
         opts = hudi.write_options(name=f"quarantine_{model.replace('.', '_')}", key=[RUN_ID, identity], ordering=None,
                                   partition=None, cdc=False, local=local, extra=extra)
         hudi.write(rows, layout.quarantine(model), opts, {"model": model})
+        failpoint("after_quarantine_write")
         return n
     finally:
         rows.unpersist()
