@@ -23,7 +23,7 @@ from framework.history import settle_models
 from framework.ods.ingest import run_ingest
 from framework.paths import Layout
 from framework.quality.ods_gate import BatchBlocked
-from framework.transform.runner import Selection, build, selection
+from framework.transform.runner import Selection, behind, build, selection
 from models.records import Freshness, IngestSummary, ModelResult, RunRecord
 
 
@@ -72,6 +72,10 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
         failpoint("after_run_ingest")
         changed = {t.table for t in summary.totals().values() if t.upserts + t.deletes + t.truncated > 0}
         todo = affected(g, chosen, changed)
+        # And models left behind by an earlier run (killed between its ingest and its builds, or
+        # a model that failed): this cycle's events do not reach them, their checkpoints lag.
+        todo += [m for m in behind(spark, project, sel, [c for c in chosen if c not in todo]) if m not in todo]
+        todo = [m for m in chosen if m in todo]  # dependency order
         if todo:
             settle_models(rec, build(spark, project, todo, [], incremental=True, on_result=on_result, run_id=rec.run_id, loaded=sel),
                           list_skipped=True)

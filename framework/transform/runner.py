@@ -23,7 +23,14 @@ from framework.transform.analysis import Analyses
 from framework.transform.dag import build_graph, select
 from framework.transform.evaluate import Evaluator, ods_keys
 from framework.transform.loader import Model, load_models
-from framework.transform.plan import BuildLimits, ModelPlan, PlanError, make_plan, needs_sizes
+from framework.transform.plan import (
+    BuildLimits,
+    ModelPlan,
+    PlanError,
+    make_plan,
+    needs_sizes,
+    plan_model,
+)
 from framework.transform.reader import TableReader
 from framework.transform.state import read_state
 from models.records import BUILT_MODES, ModelResult
@@ -141,3 +148,22 @@ def plan(spark: SparkSession | None, project: Project, selectors: list[str], exc
 def _changed_rows(reader: TableReader, p: ModelPlan) -> dict[str, int]:
     """Rows changed per upstream in the plan's range (for `lake plan`)."""
     return {u: reader.incremental(u, p.begin[u], p.end[u], cdc=False).count() for u, n in p.pending.items() if n and p.begin.get(u)}
+
+
+def behind(spark: SparkSession, project: Project, chosen: Selection, names: Sequence[str]) -> list[str]:
+    """The models among `names` an incremental build would not leave as they are: a checkpoint
+    behind its upstreams (a run killed between its ingest and its builds), a changed model, no
+    table yet. One read of their tables' state; models whose upstreams have no data are left out."""
+    models = chosen.models
+    layout = Layout(project.warehouse)
+    analyses = Analyses(models, ods_keys(spark, project, layout))
+    state = read_state(spark, layout, [u for n in names for u in models[n].upstreams], names)
+    limits = BuildLimits(0)
+    out = []
+    for n in names:
+        try:
+            if plan_model(models[n], analyses.of(models[n]), state, True, limits).mode != "noop":
+                out.append(n)
+        except PlanError:
+            continue
+    return out

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from framework import hudi
 from tests.helpers import LakeProject, envelope
 
 TABLES = """
@@ -120,3 +121,178 @@ def test_kill_at_a_random_moment_then_rerun(tmp_path_factory: pytest.TempPathFac
     assert killed.status == "crashed", killed
     lp.ingest(spark)
     assert _snapshot(lp, spark) == expected
+
+
+ONE_FILE = "ods:\n  source: {kind: files, path: cdc, max_files_per_trigger: 1}\n"
+
+
+def _pair(tmp_path_factory: pytest.TempPathFactory, spark: Any, files: list[list[Any]], tables: str = TABLES) -> tuple[LakeProject, LakeProject]:
+    """A clean run of `files` (one micro-batch each) and a project with the same files, not ingested."""
+    clean = LakeProject(tmp_path_factory.mktemp("clean"), tables, lake_extra=ONE_FILE)
+    crashed = LakeProject(tmp_path_factory.mktemp("crashed"), tables, lake_extra=ONE_FILE)
+    for lp in (clean, crashed):
+        for f in files:
+            lp.write_cdc(f)
+    clean.ingest(spark)
+    return clean, crashed
+
+
+def _killed(lp: LakeProject, *args: str, failpoint: str) -> str:
+    proc = _lake(lp.root, *args, env={"LAKE_FAILPOINT": failpoint})
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGKILL, out
+    return out
+
+
+def test_kill_after_the_last_table_commit_before_the_offset_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
+    """Every table and the dead letter committed micro-batch 0, Spark has not recorded it: the
+    rerun replays it, each table recognises it (no second commit), nothing is doubled."""
+    files = _events(11)
+    files[0].append("{not json")  # a dead letter in batch 0
+    clean, lp = _pair(tmp_path_factory, spark, files)
+    _killed(lp, "ingest", "--once", failpoint="before_offset_commit:1")
+    # Where it landed: batch 0 in every table's last commit and the dead letter, not in Spark's commit log.
+    stream = lp.layout.checkpoint("ods") / "stream"
+    assert (stream / "offsets" / "0").exists() and not (stream / "commits" / "0").exists()
+    paths = [lp.layout.table(f"ods.{t}") for t in ("users", "orders", "items")] + [lp.layout.dead_letter]
+    assert [hudi.last_commit_metadata(spark, p)[1]["ods_batch"] for p in paths] == ["0"] * 4
+    commits = {p: hudi.completed_instants(spark, p) for p in paths}
+    summary = lp.ingest(spark)
+    assert {t.status for t in summary.batches[0].tables.values()} == {"already_committed"}
+    assert all(hudi.completed_instants(spark, p)[: len(c)] == c for p, c in commits.items())
+    assert _snapshot(lp, spark) == _snapshot(clean, spark)
+    assert lp.dead_letters(spark) == clean.dead_letters(spark) and len(clean.dead_letters(spark)) == 1
+
+
+CHECKED = """
+tables:
+  - source: shop.users
+    key: [id]
+    checks:
+      - between: {column: v, min_value: 10}
+        severity: drop
+  - {source: shop.orders, key: [id], partition_by: {column: created, granularity: month}}
+  - {source: shop.items, key: [sku], type: mor}
+"""
+
+
+def _quarantine(lp: LakeProject, spark: Any) -> list[tuple]:
+    df = hudi.read(spark, lp.layout.quarantine("ods.users"))
+    return sorted(tuple(str(v) for v in r) for r in df.select("_lake_run_id", "_source", "id", "v", "_op", "_lake_failed_checks").collect())
+
+
+def test_kill_between_the_quarantine_write_and_the_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
+    """A `drop` check quarantined events of ods.users and the process died before the table's
+    commit: the rerun commits the batch without them, like a clean run."""
+    clean, lp = _pair(tmp_path_factory, spark, _events(25), CHECKED)  # seed 25: 2 users events quarantined in batch 0, 1 in each later one
+    _killed(lp, "ingest", "--once", failpoint="after_quarantine_write:1")
+    from framework import history
+
+    (killed,) = history.runs(lp.layout)
+    # Where it landed: the quarantine holds batch 0's rejected events; ods.users (written last,
+    # tables go in source order) has no commit; the other two have batch 0.
+    early = _quarantine(lp, spark)
+    assert early and {r[0] for r in early} == {killed.run_id}
+    assert not hudi.table_exists(lp.layout.table("ods.users"))
+    assert [hudi.last_commit_metadata(spark, lp.layout.table(f"ods.{t}"))[1]["ods_batch"] for t in ("items", "orders")] == ["0", "0"]
+    lp.ingest(spark, run_id="rerun")
+    assert _snapshot(lp, spark) == _snapshot(clean, spark)
+    # The rerun quarantined what the clean run did; the killed run's rows stay, under its run id.
+    mine = [r[1:] for r in _quarantine(lp, spark) if r[0] == "rerun"]
+    assert mine == [r[1:] for r in _quarantine(clean, spark)]
+    assert {r[1:] for r in early} <= set(mine)
+
+
+def _inflight_data_instants(root: Path, existing_only: bool) -> list[tuple[Path, str]]:
+    """(timeline dir, instant) of data commits started and not completed, in any ODS table;
+    `existing_only`: in tables that have a completed commit already."""
+    out = []
+    for tl in (root / "warehouse" / "ods").glob("*/.hoodie/timeline"):
+        try:
+            names = os.listdir(tl)
+        except FileNotFoundError:
+            continue
+        done = {n.split("_")[0] for n in names if n.endswith((".commit", ".deltacommit")) and "_" in n and not n.startswith(".")}
+        if existing_only and not done:
+            continue
+        for n in names:
+            if n.endswith((".inflight", ".deltacommit.inflight")) and n.split(".")[1] in ("inflight", "deltacommit") and n.split(".")[0] not in done:
+                out.append((tl, n.split(".")[0]))
+    return out
+
+
+def _kill_inside_a_commit(proc: subprocess.Popen, root: Path, existing_only: bool) -> tuple[Path, str]:
+    """SIGKILL `proc` as soon as a Hudi data commit is in flight (its timeline has the instant's
+    `.inflight` file, not its completion): the process dies inside `hudi.write`."""
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        found = _inflight_data_instants(root, existing_only)
+        if found:
+            proc.send_signal(signal.SIGKILL)
+            out, _ = proc.communicate(timeout=60)
+            assert proc.returncode == -signal.SIGKILL, out
+            tl, instant = found[0]
+            completed = [n for n in os.listdir(tl) if n.startswith(instant + "_")]
+            assert not completed, f"the commit {instant} completed before the kill landed: {completed}"
+            return tl, instant
+        time.sleep(0.005)
+    out, _ = proc.communicate(timeout=60)
+    raise AssertionError(f"no commit in flight seen (exit {proc.returncode}):\n{out}")
+
+
+def test_kill_inside_a_hudi_commit_then_the_next_writer_rolls_it_back(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
+    """The process dies while Hudi writes a commit into a table that has data: the instant stays
+    in flight; the rerun's first write to that table rolls it back, and the tables equal a clean run."""
+    clean, lp = _pair(tmp_path_factory, spark, _events(23))
+    proc = _lake(lp.root, "ingest", "--once")
+    tl, instant = _kill_inside_a_commit(proc, lp.root, existing_only=True)
+    lp.ingest(spark)
+    names = os.listdir(tl)
+    assert not [n for n in names if n.startswith(instant)], f"{instant} is still on the timeline: {sorted(names)}"
+    rollbacks = [n for n in names if n.endswith(".rollback") and "_" in n and not n.startswith(".")]
+    assert rollbacks, sorted(names)
+    assert _snapshot(lp, spark) == _snapshot(clean, spark)
+
+
+@pytest.mark.parametrize("where", ["before_bootstrap_commit", "inside the commit"])
+def test_kill_during_bootstrap_then_rerun(tmp_path_factory: pytest.TempPathFactory, spark: Any, where: str) -> None:
+    """`lake ingest --bootstrap` killed before its commit or inside it (a new table's bulk insert
+    left in flight): a rerun of the bootstrap, then CDC from the hand-off position, equals a run
+    that was not killed."""
+    import pandas as pd
+
+    dump = tmp_path_factory.mktemp("dump") / "users.parquet"
+    pd.DataFrame({"id": list(range(1, 41)), "v": [i * 3 % 17 for i in range(1, 41)]}).to_parquet(dump)
+    after = [envelope("u" if i % 3 else "d", "shop.users", {"id": i, "v": 0}, None if i % 3 == 0 else {"id": i, "v": 100 + i}, pos=500 + i,
+                      file="mysql-bin.000002") for i in range(1, 15)]
+    before = [envelope("u", "shop.users", {"id": 1, "v": 0}, {"id": 1, "v": -1}, pos=5, file="mysql-bin.000001")]  # older than the dump
+    args = ("ingest", "--bootstrap", "ods.users", "--path", str(dump), "--position", "mysql-bin.000002:100")
+    runs = []
+    for name in ("clean", "crashed"):
+        lp = LakeProject(tmp_path_factory.mktemp(name), TABLES)
+        lp.write_cdc(before + after)
+        runs.append(lp)
+    clean, lp = runs
+    proc = _lake(clean.root, *args)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    target = lp.layout.table("ods.users")
+    if where == "before_bootstrap_commit":
+        _killed(lp, *args, failpoint="before_bootstrap_commit")
+        assert not hudi.table_exists(target)
+    else:
+        _kill_inside_a_commit(_lake(lp.root, *args), lp.root, existing_only=False)
+        assert hudi.completed_instants(spark, target) == []
+    proc = _lake(lp.root, *args)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    for p in (clean, lp):
+        p.ingest(spark)
+    assert lp.rows(spark, "users") == clean.rows(spark, "users") and len(clean.rows(spark, "users")) == 40 - 4
+    assert _snapshot_users(lp, spark) == _snapshot_users(clean, spark)
+
+
+def _snapshot_users(lp: LakeProject, spark: Any) -> list[tuple]:
+    df = lp.raw(spark, "users")
+    cols = sorted(c for c in df.columns if not c.startswith("_hoodie") and c != "_ingested_at")
+    return sorted(tuple(str(v) for v in r) for r in df.select(*cols).collect())
