@@ -198,6 +198,7 @@ def _decoded(target: dict[str, str], versions: dict[str, dict[str, Decoder]], ba
     image is NULL: full after-image semantics), and `_bad`, why the event cannot be taken (`bad`,
     or a value that cannot be read)."""
     data_cols: list[Column] = []
+    unreadable: Column = F.lit(None).cast("string")
     for name, typ in target.items():
         text = F.col("img").getItem(name)
         expr: Column | None = None
@@ -208,10 +209,13 @@ def _decoded(target: dict[str, str], versions: dict[str, dict[str, Decoder]], ba
             expr = F.when(cond, value) if expr is None else expr.when(cond, value)
         typed = (F.lit(None) if expr is None else expr).cast(typ)
         data_cols.append(typed.alias(name))
-        bad = F.coalesce(bad, F.when(text.isNotNull() & typed.isNull() & F.lit(typ != "string"),
-                                     F.lit(f"column {name}: value cannot be read as {typ.upper()}")))
+        # A CASE WHEN chain, not nested coalesce(): Spark's common-subexpression search walks
+        # every branch of nested coalesce/CASE children again at each level, exponential in the
+        # number of columns (a 20-column table hung a task for minutes).
+        unreadable = F.when(text.isNotNull() & typed.isNull() & F.lit(typ != "string"),
+                            F.lit(f"column {name}: value cannot be read as {typ.upper()}")).otherwise(unreadable)
     # Data columns live in a struct so they cannot clash with message columns (`value`, `op`...).
-    return [F.struct(*data_cols).alias("_row"), bad.alias("_bad")]
+    return [F.struct(*data_cols).alias("_row"), F.when(bad.isNotNull(), bad).otherwise(unreadable).alias("_bad")]
 
 
 def ordering_prefix(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Path | None, missing: int) -> tuple[DataFrame, Column, int]:
