@@ -1,5 +1,5 @@
-"""What every command that writes shares: the project locks it holds, the run record it leaves,
-and how a record reads failed."""
+"""What every command that writes shares: the project locks it holds, the run record it leaves
+(framework/history.py), and the `--trigger` duration."""
 
 from __future__ import annotations
 
