@@ -176,6 +176,29 @@ tables:
 """
 
 
+def _tombstones(lp: LakeProject, spark: Any) -> dict[str, list[tuple]]:
+    out = {}
+    for t, key in (("users", "id"), ("orders", "id"), ("items", "sku")):
+        path = lp.layout.tombstones(f"ods.{t}")
+        out[t] = sorted((str(r[0]), r[1]) for r in hudi.read(spark, path).select(key, "_seq").collect()) if hudi.table_exists(path) else []
+    return out
+
+
+def test_kill_between_the_tombstone_write_and_the_table_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
+    """Micro-batch 1 wrote ods.orders' tombstones and the process died before the table's commit:
+    the rerun's deletes pass their own tombstones, so it leaves what one clean run leaves (rows
+    and tombstones), nothing lost, nothing doubled."""
+    clean, lp = _pair(tmp_path_factory, spark, _events(42))
+    _killed(lp, "ingest", "--once", failpoint="after_tombstone_commit:5")  # tables in source order: items, orders, users
+    orders = lp.layout.table("ods.orders")
+    # Where it landed: orders' tombstones have batch 1, the table has batch 0 only.
+    assert hudi.last_commit_metadata(spark, lp.layout.tombstones("ods.orders"))[1]["ods_batch"] == "1"
+    assert hudi.last_commit_metadata(spark, orders)[1]["ods_batch"] == "0"
+    lp.ingest(spark)
+    assert _snapshot(lp, spark) == _snapshot(clean, spark)
+    assert _tombstones(lp, spark) == _tombstones(clean, spark)
+
+
 def _quarantine(lp: LakeProject, spark: Any) -> list[tuple]:
     df = hudi.read(spark, lp.layout.quarantine("ods.users"))
     return sorted(tuple(str(v) for v in r) for r in df.select("_lake_run_id", "_source", "id", "v", "_op", "_lake_failed_checks").collect())
