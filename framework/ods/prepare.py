@@ -87,9 +87,10 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
         older = watermark_older(st.watermark)
         tr.before_bootstrap = good.where(older).count()
         good = good.where(~older)
+    migrate = not st.migrated and hudi.table_exists(path)
     out = _sequenced(ctx, t, cols.target, good, path, sum(r["ord_missing"] or 0 for r in rows), truncate_at, started_at, batch_id,
-                     migrate=not st.migrated)
-    out = tombstones.mark_replayed(ctx, t, out).persist(StorageLevel.MEMORY_AND_DISK)
+                     migrate=migrate)
+    out = tombstones.mark_replayed(ctx, t, out, migrate).persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(out)
     _tally(p, out, bad_rows, st)
     p.rows = out.where(~F.col("_lake_replayed")).drop("_lake_truncated", "_lake_hw", "_lake_replayed")
@@ -135,7 +136,7 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
     )
     if truncate_at is not None and exists:
         out = out.unionByName(_wiped(ctx, path, target, width, truncate_at, started_at, batch_id))
-    soft = tombstones.soft_deleted(ctx, t, target) if migrate and exists else None
+    soft = tombstones.soft_deleted(ctx, t, target) if migrate else None
     if soft is not None:
         out = out.unionByName(soft.withColumn("_lake_hw", F.lit(None).cast(_HW)))
     if t.partition_by:

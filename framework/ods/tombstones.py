@@ -39,16 +39,20 @@ from models.config import OdsTable
 MARKER = "ods_tombstones"
 
 
-def mark_replayed(ctx: BatchContext, t: OdsTable, out: DataFrame) -> DataFrame:
+def mark_replayed(ctx: BatchContext, t: OdsTable, out: DataFrame, migrating: bool) -> DataFrame:
     """`out` with `_lake_replayed`: the event is older than its key's tombstone (or a live event at
     its position). Only the batch's keys are looked up: the batch joins the tombstones' key and
     `_seq` columns (a scan of a table as small as the deletes kept, no bigger than the lookup
-    Hudi's SIMPLE index already does on the ODS table)."""
+    Hudi's SIMPLE index already does on the ODS table). `migrating`: the soft deletes `out` moves
+    (`soft_deleted`) count as tombstones too."""
     path = ctx.layout.tombstones(t.qualified_name)
-    if not t.key or not hudi.table_exists(path):
+    exists = hudi.table_exists(path)
+    if not t.key or not (exists or migrating):
         return out.withColumn("_lake_replayed", F.lit(False))
-    tomb = hudi.read(ctx.spark, path).select(*[F.col(f"`{k}`").alias(f"_lake_t{i}") for i, k in enumerate(t.key)],
-                                             F.col("_seq").alias("_lake_tomb"))
+    keys = [F.col(f"`{k}`").alias(f"_lake_t{i}") for i, k in enumerate(t.key)]
+    parts = [out.where(F.col("_lake_truncated") == 3).select(*keys, "_seq")] if migrating else []
+    parts += [hudi.read(ctx.spark, path).select(*keys, "_seq")] if exists else []
+    tomb = reduce(DataFrame.unionByName, parts).groupBy(*[f"_lake_t{i}" for i in range(len(t.key))]).agg(F.max("_seq").alias("_lake_tomb"))
     on = reduce(lambda a, b: a & b, [F.col(f"`{k}`").eqNullSafe(F.col(f"_lake_t{i}")) for i, k in enumerate(t.key)])
     joined = out.join(tomb, on, "left")
     tomb_seq, seq = F.col("_lake_tomb"), F.col("_seq")
