@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 
 from framework import hudi
 from tests.helpers import LakeProject, envelope
@@ -185,15 +186,18 @@ def _tombstones(lp: LakeProject, spark: Any) -> dict[str, list[tuple]]:
 
 
 def test_kill_between_the_tombstone_write_and_the_table_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
-    """Micro-batch 1 wrote ods.orders' tombstones and the process died before the table's commit:
-    the rerun's deletes pass their own tombstones, so it leaves what one clean run leaves (rows
-    and tombstones), nothing lost, nothing doubled."""
+    """The last micro-batch wrote ods.items' tombstones and the process died before the table's
+    commit: the rerun's deletes pass their own tombstones, so it leaves what one clean run leaves
+    (rows and tombstones), nothing lost, nothing doubled."""
     clean, lp = _pair(tmp_path_factory, spark, _events(42))
-    _killed(lp, "ingest", "--once", failpoint="after_tombstone_commit:5")  # tables in source order: items, orders, users
-    orders = lp.layout.table("ods.orders")
-    # Where it landed: orders' tombstones have batch 1, the table has batch 0 only.
-    assert hudi.last_commit_metadata(spark, lp.layout.tombstones("ods.orders"))[1]["ods_batch"] == "1"
-    assert hudi.last_commit_metadata(spark, orders)[1]["ods_batch"] == "0"
+    _killed(lp, "ingest", "--once", failpoint="after_tombstone_commit:7")  # tables in source order: items, orders, users
+    items, tomb = lp.layout.table("ods.items"), lp.layout.tombstones("ods.items")
+    # Where it landed: items' tombstones have batch 2, the table has batch 1, and live rows the
+    # batch deletes (tombstones newer than the row).
+    assert hudi.last_commit_metadata(spark, tomb)[1]["ods_batch"] == "2"
+    assert hudi.last_commit_metadata(spark, items)[1]["ods_batch"] == "1"
+    rows, kept = hudi.read(spark, items).select("sku", "_seq"), hudi.read(spark, tomb).select("sku", F.col("_seq").alias("t"))
+    assert rows.join(kept, "sku").where("t > _seq").count() > 0
     lp.ingest(spark)
     assert _snapshot(lp, spark) == _snapshot(clean, spark)
     assert _tombstones(lp, spark) == _tombstones(clean, spark)
