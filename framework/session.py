@@ -107,6 +107,13 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     return spark
 
 
+def ensure_storage(project: Project) -> None:
+    """Start Spark when the warehouse is not on the local disk: Hadoop's file system (and its
+    jars and credentials) live in the driver's JVM. A local warehouse needs no JVM."""
+    if not project.warehouse.is_local:
+        spark_session(project)
+
+
 def uses_s3(project: Project) -> bool:
     """Whether the warehouse or the CDC files are in S3 (s3a://; s3:// and s3n:// on EMR too)."""
     src = getattr(project.config.ods.source, "path", "")
