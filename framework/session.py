@@ -60,7 +60,8 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
         "spark.sql.catalogImplementation": "in-memory",
         "spark.driver.extraJavaOptions": java_opts,
-        "spark.executor.extraJavaOptions": java_opts,
+        # Executors of a cluster run elsewhere: the log config file exists only on this machine.
+        "spark.executor.extraJavaOptions": java_opts if local else JVM_OPTIONS,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4" if local else "200",
         "spark.default.parallelism": "4" if local else "200",
@@ -115,9 +116,10 @@ def ensure_storage(project: Project) -> None:
 
 
 def uses_s3(project: Project) -> bool:
-    """Whether the warehouse or the CDC files are in S3 (s3a://; s3:// and s3n:// on EMR too)."""
+    """Whether the warehouse or the CDC files are at s3a:// (Hadoop's S3 file system, which lake
+    brings). EMR's `s3://` is EMRFS, already on an EMR cluster's classpath: nothing to add."""
     src = getattr(project.config.ods.source, "path", "")
-    return any(str(x).split("://", 1)[0] in ("s3a", "s3", "s3n") for x in (project.config.warehouse, src))
+    return any(str(x).startswith("s3a://") for x in (project.config.warehouse, src))
 
 
 def check_file_system(spark: SparkSession, where: Location) -> None:
@@ -133,7 +135,7 @@ def check_file_system(spark: SparkSession, where: Location) -> None:
         raise LakeError(
             f"Spark cannot open the warehouse {where}: {detail}",
             fix=(f"add the jar of Hadoop's {where.scheme}:// file system to `spark.conf` (spark.jars or "
-                 "spark.jars.packages) in lake.yaml; s3a:// needs nothing (lake adds hadoop-aws)"),
+                 "spark.jars.packages) in lake.yaml; outside EMR, write s3a:// for S3 (lake adds hadoop-aws)"),
         ) from None
 
 

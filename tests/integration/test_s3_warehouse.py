@@ -67,6 +67,32 @@ def _final(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]
     return state
 
 
+# One `lake sql` (one JVM) for every table: each as a JSON array in its own column.
+QUERIES = {"users": "select to_json(collect_list(struct(id, city))) from ods.users",
+           "orders": "select to_json(collect_list(struct(id, user_id, amount))) from ods.orders",
+           "joined": "select to_json(collect_list(struct(id, user_id, amount, city))) from dwd.order_user",
+           "sales": "select to_json(collect_list(struct(city, n, total, lo, hi))) from dws.city_sales"}
+QUERY = "select " + ", ".join(f"({q}) as {name}" for name, q in QUERIES.items())
+
+
+def expected() -> dict[str, list[dict[str, Any]]]:
+    """Every table as QUERY returns it, from the source's final state and the models' SQL done in Python."""
+    src = _final(ROUND_1 + ROUND_2)
+    users, orders = src["users"], src["orders"]
+
+    def ordered(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+        return sorted(rows, key=lambda r: str(r[key]))
+
+    joined = [{"id": o["id"], "user_id": o["user_id"], "amount": o["amount"], "city": users[o["user_id"]]["city"]}
+              for o in orders.values() if o["user_id"] in users]
+    by_city: dict[str, list[int]] = defaultdict(list)
+    for r in joined:
+        by_city[r["city"]].append(r["amount"])
+    sales = [{"city": c, "n": len(a), "total": sum(a), "lo": min(a), "hi": max(a)} for c, a in by_city.items()]
+    return {"users": ordered(list(users.values()), "id"), "orders": ordered(list(orders.values()), "id"),
+            "joined": ordered(joined, "id"), "sales": ordered(sales, "city")}
+
+
 def _lake(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     r = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(root), *args],
                        capture_output=True, text=True, env=dict(os.environ), timeout=600)
@@ -99,30 +125,9 @@ def test_ingest_build_query_check_and_report_with_everything_in_a_bucket(tmp_pat
     out = _lake(tmp_path, "build", "--incremental").stdout
     assert "incremental" in out, out  # the second build read the change, not the whole upstream
 
-    src = _final(ROUND_1 + ROUND_2)
-    users, orders = src["users"], src["orders"]
-    # One `lake sql` (one JVM) for every table: each as a JSON array in its own column.
-    queries = {"users": "select to_json(collect_list(struct(id, city))) from ods.users",
-               "orders": "select to_json(collect_list(struct(id, user_id, amount))) from ods.orders",
-               "joined": "select to_json(collect_list(struct(id, user_id, amount, city))) from dwd.order_user",
-               "sales": "select to_json(collect_list(struct(city, n, total, lo, hi))) from dws.city_sales"}
-    query = "select " + ", ".join(f"({q}) as {name}" for name, q in queries.items())
-    (row,) = json.loads(_lake(tmp_path, "sql", query, "--format", "json").stdout)
-    got = {name: sorted(json.loads(row[name]), key=lambda r: str(r.get("id", r.get("city")))) for name in queries}
-
-    def ordered(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-        return sorted(rows, key=lambda r: str(r[key]))
-
-    assert got["users"] == ordered(list(users.values()), "id")
-    assert got["orders"] == ordered(list(orders.values()), "id")
-    joined = [{"id": o["id"], "user_id": o["user_id"], "amount": o["amount"], "city": users[o["user_id"]]["city"]}
-              for o in orders.values() if o["user_id"] in users]
-    assert got["joined"] == ordered(joined, "id")
-    by_city: dict[str, list[int]] = defaultdict(list)
-    for r in joined:
-        by_city[r["city"]].append(r["amount"])
-    want = [{"city": c, "n": len(a), "total": sum(a), "lo": min(a), "hi": max(a)} for c, a in by_city.items()]
-    assert got["sales"] == ordered(want, "city")
+    (row,) = json.loads(_lake(tmp_path, "sql", QUERY, "--format", "json").stdout)
+    got = {name: sorted(json.loads(v), key=lambda r: str(r.get("id", r.get("city")))) for name, v in row.items()}
+    assert got == expected()
 
     _lake(tmp_path, "check")
     runs = json.loads(_lake(tmp_path, "runs", "--format", "json").stdout)
