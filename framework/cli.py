@@ -34,9 +34,10 @@ def main(ctx: click.Context, project_dir: Path, debug: bool, quiet: bool) -> Non
 @handle_errors
 def init(obj: Ctx, directory: Path, name: str | None) -> None:
     """Scaffold a working project in DIRECTORY."""
+    from framework.demo.seed import inventory_sample
     from framework.scaffold import scaffold
 
-    created = scaffold(directory, name)
+    created = scaffold(directory, name, cdc_sample=inventory_sample())
     say(obj.console, f"Created project in {directory}:")
     for p in created:
         say(obj.console, f"  {p}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from framework.errors import ConfigError, ConfigIssue
 from framework.location import Location
 from framework.ods.evolution import normalize
+from framework.quality.parse import parse_checks
 from models.config import (
     FIX_SEPARATOR,
     NOT_TIME_TYPES,
@@ -24,7 +25,9 @@ from models.config import (
     LakeConfig,
     OdsFile,
     OdsTable,
+    ScheduleConfig,
 )
+from models.quality import CheckSpec
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -138,7 +141,7 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
     name = str(loc[-1]) if loc else ""
-    if kind == "lake_check":  # models/quality.py carries its own fix
+    if kind == "lake_check":  # framework/quality/parse.py carries its own fix
         return str(err["ctx"]["fix"])
     if kind == "extra_forbidden":
         allowed = _fields_of(model, loc[:-1])
@@ -178,22 +181,87 @@ def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[Con
         data = {}
     if not isinstance(data, dict):
         return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")]
+    data, found = _parsed(data, model, ())
     try:
         return model.model_validate(data), []
     except ValidationError as ve:
-        issues = []
+        errors: list[dict[str, Any]] = []
         for err in ve.errors():
-            loc = tuple(err["loc"])
-            # Drop pydantic's discriminator tag from locations such as ('ods','source','files','path').
-            loc = tuple(p for p in loc if p not in ("files", "kafka") or p == loc[-1])
-            target = _key_node(node, loc) if err["type"] in ("extra_forbidden", "lake_check") else _node_at(node, loc)
-            line = target.start_mark.line + 1 if target is not None else None
-            dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
-            problem = err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[0]
-            if err["type"] == "extra_forbidden":
-                problem = "unknown key"
-            issues.append(ConfigIssue(rel, line, dotted or "(root)", problem, _fix_for(dict(err), model)))
-        return None, issues
+            # A value _parsed found wrong was replaced by None: its own errors stand where
+            # pydantic reports the None, so the order of the messages is the fields' order.
+            errors += found.get(tuple(err["loc"]), [dict(err)])
+        return None, [_issue(err, node, rel, model) for err in errors]
+
+
+def _issue(err: dict[str, Any], node: yaml.Node | None, rel: str, model: type[BaseModel]) -> ConfigIssue:
+    """One pydantic-style error as file, line, field, problem and fix."""
+    loc = tuple(err["loc"])
+    # Drop pydantic's discriminator tag from locations such as ('ods','source','files','path').
+    loc = tuple(p for p in loc if p not in ("files", "kafka") or p == loc[-1])
+    target = _key_node(node, loc) if err["type"] in ("extra_forbidden", "lake_check") else _node_at(node, loc)
+    line = target.start_mark.line + 1 if target is not None else None
+    dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+    problem = err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[0]
+    if err["type"] == "extra_forbidden":
+        problem = "unknown key"
+    return ConfigIssue(rel, line, dotted or "(root)", problem, _fix_for(err, model))
+
+
+Errors = dict[tuple[int | str, ...], list[dict[str, Any]]]
+
+
+def _parsed(data: object, model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[object, Errors]:
+    """`data` (YAML for `model`) with every `checks:` list parsed into CheckSpecs and every schedule's
+    cron read by the scheduler's parser: the behaviour models/ types leave to the framework.
+
+    A wrong value is replaced by None, for which pydantic reports one error at its location; the
+    returned errors (by location) stand in for that one. Containers are copied, never changed (YAML
+    aliases share them)."""
+    if not isinstance(data, dict):
+        return data, {}
+    out, errors = dict(data), Errors()
+    for name, f in model.model_fields.items():
+        if name not in data:
+            continue
+        value, at = data[name], (*loc, name)
+        args = get_args(f.annotation) if get_origin(f.annotation) is list else ()
+        if args == (CheckSpec,) and isinstance(value, list):
+            specs, issues = parse_checks(value)
+            out[name] = None if issues else specs
+            if issues:
+                errors[at] = [{"type": "lake_check", "loc": (*at, *i.loc), "msg": i.problem, "ctx": {"fix": i.fix}} for i in issues]
+        elif model is ScheduleConfig and name == "cron" and isinstance(value, str):
+            problem = _cron_problem(value)
+            if problem:
+                out[name], errors[at] = None, [{"type": "value_error", "loc": at, "msg": f"Value error, {problem}"}]
+        elif args and _is_model(args[0]) and isinstance(value, list):
+            items = [_parsed(item, args[0], (*at, i)) for i, item in enumerate(value)]
+            out[name] = [item for item, _ in items]
+            errors.update(e for _, found in items for e in found.items())
+        elif isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel):
+            out[name], found = _parsed(value, f.annotation, at)
+            errors.update(found)
+    return out, errors
+
+
+def _is_model(t: object) -> bool:
+    return isinstance(t, type) and issubclass(t, BaseModel)
+
+
+def _cron_problem(v: str) -> str | None:
+    """Why `v` is not a cron expression (problem + FIX_SEPARATOR + fix), or None."""
+    # The scheduler library's own parser; imported here, as APScheduler is needed only for schedules.
+    from framework.cron import cron_trigger
+
+    try:
+        cron_trigger(v, "UTC")
+    except ValueError as e:
+        return (
+            f"{v!r} is not a cron expression: {e}{FIX_SEPARATOR}use minute hour day month "
+            "day-of-week, e.g. '0 2 * * *' for 02:00 daily or '*/15 * * * 1-5' for every 15 min "
+            "on weekdays (a 6th field in front adds seconds)"
+        )
+    return None
 
 
 def _column_issues(rel: str, i: int, t: OdsTable) -> list[ConfigIssue]:

@@ -14,7 +14,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from models.base import StrictModel
 from models.deploy import _URI_SCHEME, FIX_SEPARATOR, LockSettings, check_location
-from models.quality import CheckList
+from models.quality import CheckSpec
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spark SQL types accepted in `columns:` of a table YAML (schema-less events).
@@ -164,16 +164,8 @@ class ScheduleConfig(StrictModel):
     @field_validator("cron")
     @classmethod
     def _cron(cls, v: str) -> str:
-        from framework.cron import cron_trigger  # the scheduler library's own parser
-
-        try:
-            cron_trigger(v, "UTC")
-        except ValueError as e:
-            raise ValueError(
-                f"{v!r} is not a cron expression: {e}{FIX_SEPARATOR}use minute hour day month "
-                "day-of-week, e.g. '0 2 * * *' for 02:00 daily or '*/15 * * * 1-5' for every 15 min "
-                "on weekdays (a 6th field in front adds seconds)"
-            ) from e
+        # Whether it is a cron expression the scheduler reads is framework/config.py's check, made
+        # with the scheduler library's own parser before this type is validated.
         return " ".join(v.split())
 
     @field_validator("timezone")
@@ -297,8 +289,9 @@ class OdsTable(StrictModel):
     # Column types for events without a `schema` block, e.g. {price: "decimal(10,2)"}.
     columns: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
-    # Quality checks on the rows each micro-batch writes (see models/quality.py).
-    checks: CheckList = Field(default_factory=list)
+    # Quality checks on the rows each micro-batch writes (see models/quality.py; parsed from
+    # their YAML forms by framework/quality/parse.py).
+    checks: list[CheckSpec] = Field(default_factory=list)
 
     @field_validator("source")
     @classmethod
@@ -386,8 +379,8 @@ class ModelConfig(StrictModel):
     tags: list[str] = Field(default_factory=list)
     description: str | None = None
     # Quality checks (Great Expectations names and arguments, shorthands, custom SQL); see
-    # models/quality.py. Evaluated by the quality gate before the Hudi commit.
-    checks: CheckList = Field(default_factory=list)
+    # models/quality.py and framework/quality/parse.py. Evaluated by the quality gate before the Hudi commit.
+    checks: list[CheckSpec] = Field(default_factory=list)
 
     @field_validator("depends_on")
     @classmethod
