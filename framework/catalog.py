@@ -58,7 +58,7 @@ def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
             select = ", ".join(quote_ident(c) for c in cols)
             spark.sql(f"CREATE VIEW {layer}.{quote_ident(name)} AS SELECT {select} FROM {layer}_raw.{quote_ident(name)} WHERE NOT _deleted")
             names.append(f"{layer}.{name}")
-    quarantined = [p for p in sorted(layout.quarantine_root.iterdir()) if (p / ".hoodie").exists()] if layout.quarantine_root.is_dir() else []
+    quarantined = layout.tables_under(layout.quarantine_root)
     if quarantined:
         spark.sql("CREATE DATABASE IF NOT EXISTS _quarantine")
         spark.sql("CREATE DATABASE IF NOT EXISTS _quarantine_raw")
@@ -72,7 +72,7 @@ def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
         select = ", ".join(quote_ident(f.name) for f in fields if f.name not in HOODIE_META_COLUMNS)
         spark.sql(f"CREATE VIEW _quarantine.{quote_ident(name)} AS SELECT {select} FROM _quarantine_raw.{quote_ident(name)}")
         names.append(f"_quarantine.{name}")
-    if (layout.dead_letter / ".hoodie").exists():
+    if layout.fs.exists(layout.dead_letter / ".hoodie"):
         spark.sql("CREATE DATABASE IF NOT EXISTS _lake")
         spark.sql("DROP TABLE IF EXISTS _lake.dead_letter")
         spark.sql(f"CREATE TABLE _lake.dead_letter USING hudi LOCATION {quote_literal(str(layout.dead_letter))}")

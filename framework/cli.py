@@ -184,8 +184,10 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
     """Write the HTML report (GE Data Docs + a page per run) to out/report/, or print JSON."""
     from framework.paths import Layout
     from framework.quality.report import report_dir, report_json, write_report
+    from framework.session import ensure_storage
 
     project = obj.project()
+    ensure_storage(project)
     layout = Layout(project.warehouse)
     if fmt == "json":
         click.echo(json.dumps(report_json(layout, list(run_ids) or None, last), indent=2))
@@ -350,8 +352,10 @@ def runs(ctx: click.Context, last: int, fmt: str) -> None:
         return
     from framework import history, report
     from framework.paths import Layout
+    from framework.session import ensure_storage
 
     obj: Ctx = ctx.obj
+    ensure_storage(obj.project())
     records = history.runs(Layout(obj.project().warehouse), last)
     if fmt == "json":
         click.echo(json.dumps([json.loads(r.model_dump_json()) for r in records], indent=2))
@@ -367,7 +371,9 @@ def runs_show(obj: Ctx, run_id: str) -> None:
     """Everything recorded about one run (JSON)."""
     from framework import history
     from framework.paths import Layout
+    from framework.session import ensure_storage
 
+    ensure_storage(obj.project())
     click.echo(history.get(Layout(obj.project().warehouse), run_id).model_dump_json(indent=2))
 
 

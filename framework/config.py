@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from framework.errors import ConfigError, ConfigIssue
+from framework.location import Location
 from framework.ods.evolution import normalize
 from framework.quality.parse import parse_checks
 from models.config import (
@@ -41,9 +42,16 @@ class Project:
     ods_files: dict[str, str] = field(default_factory=dict)  # ods table name -> declaring file
 
     @property
-    def warehouse(self) -> Path:
-        w = Path(self.config.warehouse)
-        return w if w.is_absolute() else (self.root / w)
+    def warehouse(self) -> Location:
+        """The warehouse: a local folder (relative paths from the project root) or a URI."""
+        return Location.parse(self.config.warehouse, self.root)
+
+    @property
+    def local_state(self) -> Path:
+        """Where lake keeps what belongs to this machine, not the warehouse (Spark's logs): under
+        a local warehouse's `_lake/`, else the project's `out/`."""
+        w = self.warehouse
+        return w.local / "_lake" if w.is_local else self.root / "out" / "lake"
 
     def ods_table(self, name: str) -> OdsTable:
         short = name.removeprefix("ods.")

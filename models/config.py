@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from models.base import StrictModel
+from models.deploy import _URI_SCHEME, FIX_SEPARATOR, LockSettings, check_location
 from models.quality import CheckSpec
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -27,10 +28,6 @@ _SQL_TYPE = re.compile(
 # framework/ods/evolution.py normalize; and those a `partition_by.column` cannot be cast from.
 ORDERING_TYPES = frozenset({"timestamp", "date", "tinyint", "smallint", "int", "bigint"})
 NOT_TIME_TYPES = frozenset({"binary"})
-
-
-# A validator's ValueError text "problem" + FIX_SEPARATOR + "fix" is reported as problem and fix.
-FIX_SEPARATOR = "\nfix: "
 
 
 class SparkConfig(StrictModel):
@@ -49,7 +46,7 @@ class FileSourceConfig(StrictModel):
     """A directory of CDC files: one Kafka message value (a Debezium envelope) per line."""
 
     kind: Literal["files"] = "files"
-    path: str = "cdc"
+    path: str = "cdc"  # a folder (relative to the project) or a URI: s3a://bucket/cdc
     format: Literal["debezium-json"] = "debezium-json"
     glob: str = "*"
     max_files_per_trigger: int | None = Field(default=None, ge=1)
@@ -59,6 +56,11 @@ class FileSourceConfig(StrictModel):
     max_file_age: str = "3650d"
     # A line longer than this goes to the dead letter (its first KiB and its size) unprocessed.
     max_line_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        return check_location(v, "cdc or s3a://bucket/cdc")
 
     @field_validator("max_file_age")
     @classmethod
@@ -202,7 +204,9 @@ class LakeConfig(StrictModel):
     """`lake.yaml`."""
 
     name: str
+    # A local folder (relative to the project) or a Hadoop file system URI: s3a://bucket/wh, hdfs://nn/wh.
     warehouse: str = "warehouse"
+    locks: LockSettings = Field(default_factory=LockSettings)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     ods: OdsSettings = Field(default_factory=OdsSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
@@ -218,6 +222,25 @@ class LakeConfig(StrictModel):
         if dup:
             raise ValueError(f"schedule name {dup[0]!r} is used twice{FIX_SEPARATOR}give each schedule its own name")
         return v
+
+    @field_validator("warehouse")
+    @classmethod
+    def _warehouse(cls, v: str) -> str:
+        return check_location(v, "warehouse or s3a://bucket/warehouse")
+
+    @model_validator(mode="after")
+    def _lock_service(self) -> LakeConfig:
+        m = _URI_SCHEME.match(self.warehouse)
+        scheme = m[1].lower() if m else "file"
+        if self.locks.kind == "auto" and scheme not in ("file", "s3a", "s3", "s3n"):
+            raise ValueError(
+                f"lake has no lock service for a {scheme}:// warehouse (flock needs a local disk, the S3 lease an S3 bucket)"
+                f"{FIX_SEPARATOR}set `locks: {{kind: none}}` in lake.yaml if one scheduler runs every lake write; nothing else then keeps two writers of a table apart")
+        if self.locks.kind == "flock" and scheme != "file":
+            raise ValueError(f"`locks.kind: flock` needs a local warehouse, not {self.warehouse}{FIX_SEPARATOR}use `kind: auto`")
+        if self.locks.kind == "s3" and scheme not in ("s3a", "s3", "s3n"):
+            raise ValueError(f"`locks.kind: s3` needs an S3 warehouse (s3a://bucket/...), not {self.warehouse}{FIX_SEPARATOR}use `kind: auto`")
+        return self
 
     @field_validator("name")
     @classmethod

@@ -10,6 +10,7 @@ import pytest
 
 if TYPE_CHECKING:
     from framework.demo.broker import KafkaBroker
+    from tests.s3_fixture import S3Server
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures"
@@ -43,6 +44,14 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     from tests.kafka_fixture import running_broker
 
     yield from running_broker(tmp_path_factory.mktemp("kafka"))
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-compatible server (moto) on loopback, with AWS credentials in the environment."""
+    from tests.s3_fixture import running_s3
+
+    yield from running_s3(tmp_path_factory.mktemp("s3"))
 
 
 @pytest.fixture

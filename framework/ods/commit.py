@@ -91,7 +91,8 @@ def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFram
     pausepoint("before_dead_letter_lock")
     try:
         with hold(ctx.layout.locks, [table_lock("_lake.dead_letter")], timeout=DEAD_LETTER_WAIT_SECONDS,
-                  command=f"lake ingest (dead letter of micro-batch {batch_id})"):
+                  command=f"lake ingest (dead letter of micro-batch {batch_id})",
+                  settings=ctx.project.config.locks, spark_conf=ctx.project.config.spark.conf):
             if any(meta.get("ods_stream") == ctx.stream_id and int(meta.get("ods_batch", "-1")) >= batch_id
                    for _inst, meta in hudi.commit_metadata(ctx.spark, path)):
                 return

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import reduce
-from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
@@ -19,6 +18,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from framework import hudi
+from framework.location import Location
 from framework.ods import decode as D
 from framework.ods.columns import Columns, resolve_columns
 from framework.ods.context import BatchContext, HighWater, TableState, utc
@@ -107,7 +107,7 @@ def _reject_versions(p: Prepared, mine: DataFrame, rows: list[Any], cols: Column
     return mine.where(~version.isin(list(cols.rejected)))
 
 
-def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Path, missing: int,
+def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Location, missing: int,
                truncate_at: str | None, started_at: datetime, batch_id: int) -> DataFrame:
     """The rows to write: data columns, `_seq` and lake's columns. A truncate turns every row and
     event before its position into a delete carrying the truncate's position, so the rows (and
@@ -137,7 +137,7 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
     return out
 
 
-def _wiped(ctx: BatchContext, path: Path, target: dict[str, str], width: int, truncate_at: str, started_at: datetime, batch_id: int) -> DataFrame:
+def _wiped(ctx: BatchContext, path: Location, target: dict[str, str], width: int, truncate_at: str, started_at: datetime, batch_id: int) -> DataFrame:
     """Deletes of the table's live rows whose position is before the truncate's."""
     existing = hudi.read(ctx.spark, path).where(~F.col("_deleted"))
     older_row = F.substring(F.col("_seq"), width + 1, 10_000) < F.lit(truncate_at)
@@ -218,7 +218,7 @@ def _decoded(target: dict[str, str], versions: dict[str, dict[str, Decoder]], ba
     return [F.struct(*data_cols).alias("_row"), F.when(bad.isNotNull(), bad).otherwise(unreadable).alias("_bad")]
 
 
-def ordering_prefix(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Path | None, missing: int) -> tuple[DataFrame, Column, int]:
+def ordering_prefix(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Location | None, missing: int) -> tuple[DataFrame, Column, int]:
     """The `_seq` prefix of the configured ordering columns and its width (and `good`, joined to
     what the prefix needs).
 

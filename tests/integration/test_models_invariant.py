@@ -64,7 +64,7 @@ def plain_spark_models(spark: Any, lp: LakeProject) -> tuple[dict[str, DataFrame
     views: list[str] = []
     for db in ("ods", "dwd", "dws", "oracle_raw"):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
-    for path in sorted((project.warehouse / "ods").iterdir()):
+    for path in sorted((project.warehouse / "ods").local.iterdir()):
         if not (path / ".hoodie").is_dir():
             continue
         raw = f"oracle_raw.`{path.name}`"
