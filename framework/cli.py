@@ -321,7 +321,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
     if airflow_path is not None:
         from framework.airflow import render_dags
 
-        airflow_path.write_text(render_dags(project.root, schedules, lake_bin), encoding="utf-8")
+        airflow_path.write_text(render_dags(project.root, schedules, lake_bin, project.target), encoding="utf-8")
         say(obj.console, f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
         return
     if list_only:
@@ -336,7 +336,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
 
         say(err_console, f"{datetime.now():%Y-%m-%d %H:%M:%S} {text}")
 
-    steps = sched.SubprocessSteps(project.root, log)
+    steps = sched.SubprocessSteps(project.root, log, project.target)
     sys.exit(sched.serve(sched.Scheduler(schedules, steps, log), log, steps.terminate))
 
 

@@ -204,3 +204,14 @@ def test_run_record_stores_the_target(tmp_path: Path) -> None:
         pass
     (stored,) = history.runs(Layout(tmp_path / "devwh"), 5)
     assert stored.run_id == rec.run_id and stored.target == "dev"
+
+
+def test_scheduled_commands_run_with_the_schedulers_target(tmp_path: Path) -> None:
+    from framework.airflow import render_dags
+    from framework.schedule import SubprocessSteps
+    from models.config import ScheduleConfig
+
+    steps = SubprocessSteps(Path("/p"), print, "prod")
+    assert steps.argv(["build"])[3:] == ["--project", "/p", "--target", "prod", "build"]
+    source = render_dags(Path("/p"), [ScheduleConfig(name="n", cron="0 2 * * *", what="build")], target="prod")
+    assert "bash_command='lake --project /p --target prod build'" in source
