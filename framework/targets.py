@@ -70,7 +70,7 @@ def read_yaml(text: str, rel: str, *, targets: bool = False, request: Request | 
     if targets and isinstance(node, yaml.MappingNode):
         node, doc.target = _apply_target(node, rel, request, doc)
         doc.node = node
-    elif request is not None and targets:
+    elif request is not None and request.by != ENV_VAR and targets:
         doc.issues.append(_no_targets(rel, request))
     if node is not None:
         _expand(node, rel, (), doc, set())
@@ -196,10 +196,13 @@ def _check_allowed(node: yaml.MappingNode, allowed: dict[str, dict[str, None] | 
 
 def _chosen(top: dict[str, tuple[yaml.Node, yaml.Node]], rel: str, request: Request | None, doc: Document) -> tuple[str | None, yaml.Node | None]:
     """The target's name and the node to blame if it is not declared: the request, else default_target."""
-    if request is not None:
-        if "targets" not in top:
+    if request is not None and "targets" not in top:
+        # LAKE_TARGET may be meant for another project (or be the parent's, in `lake demo`'s own
+        # project): a lake.yaml without targets has nothing to choose from. --target was meant here.
+        if request.by != ENV_VAR:
             doc.issues.append(_no_targets(rel, request))
-            return None, None
+        return None, None
+    if request is not None:
         return request.name, None
     default = top.get("default_target")
     if default is None or _is_null(default[1]):
@@ -219,8 +222,7 @@ def _chosen(top: dict[str, tuple[yaml.Node, yaml.Node]], rel: str, request: Requ
 
 def _no_targets(rel: str, request: Request) -> ConfigIssue:
     return ConfigIssue(rel, None, "targets", f"{request.by} asks for target {request.name!r} but lake.yaml declares no `targets:`",
-                       f"declare it under `targets:` (README 'Configuration'), or run without {request.by}"
-                       + (f" (unset {ENV_VAR})" if request.by == ENV_VAR else ""))
+                       f"declare it under `targets:` (README 'Configuration'), or run without {request.by}")
 
 
 def _unknown(rel: str, name: str, at: yaml.Node | None, declared: dict[str, yaml.Node],

@@ -103,9 +103,14 @@ def test_unknown_default_target_points_at_its_line(tmp_path: Path) -> None:
     assert "did you mean dev?" in msg
 
 
-def test_target_asked_for_without_targets(tmp_path: Path) -> None:
-    (msg,) = _issues(_project(tmp_path, "name: demo\n"), "dev")
+def test_target_asked_for_without_targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path, "name: demo\n")
+    (msg,) = _issues(root, "dev")
     assert "--target asks for target 'dev' but lake.yaml declares no `targets:`" in msg
+    # LAKE_TARGET may be exported for another project (or `lake demo`'s parent): nothing to choose here.
+    monkeypatch.setenv("LAKE_TARGET", "dev")
+    p = load_project(root)
+    assert p.target is None and p.warehouse == root / "warehouse"
 
 
 def test_key_outside_the_allow_list_is_an_error(tmp_path: Path) -> None:
