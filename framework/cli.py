@@ -19,12 +19,13 @@ from framework.errors import LakeError
 
 @click.group()
 @click.option("--project", "project_dir", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Project directory (with lake.yaml).")
+@click.option("--target", default=None, metavar="NAME", help="Apply this entry of lake.yaml's `targets:` (default: $LAKE_TARGET, else `default_target:`).")
 @click.option("--debug", is_flag=True, help="Show stack traces.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only errors and requested output.")
 @click.pass_context
-def main(ctx: click.Context, project_dir: Path, debug: bool, quiet: bool) -> None:
+def main(ctx: click.Context, project_dir: Path, target: str | None, debug: bool, quiet: bool) -> None:
     """lake: Debezium CDC into Hudi ODS tables, and models built from them."""
-    ctx.obj = Ctx(project_dir, debug, quiet)
+    ctx.obj = Ctx(project_dir, debug, quiet, target)
 
 
 @main.command()
@@ -322,7 +323,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
     if airflow_path is not None:
         from framework.airflow import render_dags
 
-        airflow_path.write_text(render_dags(project.root, schedules, lake_bin), encoding="utf-8")
+        airflow_path.write_text(render_dags(project.root, schedules, lake_bin, project.target), encoding="utf-8")
         say(obj.console, f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
         return
     if list_only:
@@ -337,7 +338,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
 
         say(err_console, f"{datetime.now():%Y-%m-%d %H:%M:%S} {text}")
 
-    steps = sched.SubprocessSteps(project.root, log)
+    steps = sched.SubprocessSteps(project.root, log, project.target)
     sys.exit(sched.serve(sched.Scheduler(schedules, steps, log), log, steps.terminate))
 
 

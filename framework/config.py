@@ -18,6 +18,7 @@ from framework.errors import ConfigError, ConfigIssue
 from framework.location import Location
 from framework.ods.evolution import normalize
 from framework.quality.parse import parse_checks
+from framework.targets import Request, read_yaml, redact, requested
 from models.config import (
     FIX_SEPARATOR,
     NOT_TIME_TYPES,
@@ -40,6 +41,7 @@ class Project:
     config: LakeConfig
     ods_tables: tuple[OdsTable, ...]
     ods_files: dict[str, str] = field(default_factory=dict)  # ods table name -> declaring file
+    target: str | None = None  # the `targets:` entry applied to lake.yaml (framework/targets.py)
 
     @property
     def warehouse(self) -> Location:
@@ -164,33 +166,42 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
 
 
 def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[ConfigIssue]]:
-    """Parse one YAML file into `model`, returning issues instead of raising."""
+    """Parse one YAML file into `model` (`${VAR}` expanded), returning issues instead of raising."""
+    found, issues, _ = load_document(path, model, rel)
+    return found, issues
+
+
+def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False,
+                  request: Request | None = None) -> tuple[M | None, list[ConfigIssue], str | None]:
+    """load_model, and with `targets` (lake.yaml) the chosen target applied: its name is returned."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        return None, [ConfigIssue(rel, None, "(file)", f"cannot read: {e.strerror}", "check the path and permissions")]
+        return None, [ConfigIssue(rel, None, "(file)", f"cannot read: {e.strerror}", "check the path and permissions")], None
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        doc = read_yaml(text, rel, targets=targets, request=request)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else None
         problem = getattr(e, "problem", None) or str(e)
-        return None, [ConfigIssue(rel, line, "(yaml)", f"not valid YAML: {problem}", "fix the YAML syntax at that line (indentation, a missing ':' or quote)")]
+        return None, [ConfigIssue(rel, line, "(yaml)", f"not valid YAML: {problem}", "fix the YAML syntax at that line (indentation, a missing ':' or quote)")], None
+    if doc.issues:
+        return None, doc.issues, None
+    data, node = doc.data, doc.node
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")]
+        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")], None
     data, found = _parsed(data, model, ())
     try:
-        return model.model_validate(data), []
+        return model.model_validate(data), [], doc.target
     except ValidationError as ve:
         errors: list[dict[str, Any]] = []
         for err in ve.errors():
             # A value _parsed found wrong was replaced by None: its own errors stand where
             # pydantic reports the None, so the order of the messages is the fields' order.
             errors += found.get(tuple(err["loc"]), [dict(err)])
-        return None, [_issue(err, node, rel, model) for err in errors]
+        return None, [redact(_issue(err, node, rel, model), doc.secrets) for err in errors], None
 
 
 def _issue(err: dict[str, Any], node: yaml.Node | None, rel: str, model: type[BaseModel]) -> ConfigIssue:
@@ -278,8 +289,9 @@ def _column_issues(rel: str, i: int, t: OdsTable) -> list[ConfigIssue]:
     return out
 
 
-def load_project(root: Path | str) -> Project:
-    """Load and validate a whole project; raise one ConfigError listing every problem."""
+def load_project(root: Path | str, target: str | None = None) -> Project:
+    """Load and validate a whole project; raise one ConfigError listing every problem. `target`:
+    the `targets:` entry to apply (else LAKE_TARGET's, else `default_target:`, else none)."""
     root = Path(root).resolve()
     issues: list[ConfigIssue] = []
     cfg_path = root / "lake.yaml"
@@ -287,7 +299,7 @@ def load_project(root: Path | str) -> Project:
         raise ConfigError(
             [ConfigIssue(str(cfg_path), None, "(file)", "no lake.yaml here", f"run `lake init {root}` or pass --project DIR")]
         )
-    cfg, found = load_model(cfg_path, LakeConfig, "lake.yaml")
+    cfg, found, chosen = load_document(cfg_path, LakeConfig, "lake.yaml", targets=True, request=requested(target))
     issues += found
     tables: list[OdsTable] = []
     files: dict[str, str] = {}
@@ -315,4 +327,4 @@ def load_project(root: Path | str) -> Project:
     if issues:
         raise ConfigError(issues)
     assert cfg is not None
-    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files)
+    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files, target=chosen)

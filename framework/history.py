@@ -21,10 +21,10 @@ def new_run_id(now: datetime | None = None) -> str:
     return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
-def new_run(command: str, args: list[str]) -> RunRecord:
+def new_run(command: str, args: list[str], target: str | None = None) -> RunRecord:
     now = datetime.now(timezone.utc)
     return RunRecord(run_id=new_run_id(now), command=command, args=args, started_at=now, pid=os.getpid(),
-                     host=socket.gethostname())
+                     host=socket.gethostname(), target=target)
 
 
 def _alive(pid: int) -> bool:
@@ -46,10 +46,10 @@ def _settle(record: RunRecord) -> RunRecord:
 
 
 @contextlib.contextmanager
-def recorded(layout: Layout, command: str, args: list[str]) -> Iterator[RunRecord]:
+def recorded(layout: Layout, command: str, args: list[str], target: str | None = None) -> Iterator[RunRecord]:
     """A run record for the block, stored whatever happens: first as `running` (a killed process
     leaves that, read back as `crashed`), then `ok`, or `failed` with the error."""
-    rec = new_run(command, args)
+    rec = new_run(command, args, target)
     save(layout, rec)
     try:
         yield rec

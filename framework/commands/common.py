@@ -25,7 +25,7 @@ def locked(project: Project, names: list[str], timeout: float, argv: Sequence[st
 
 def recorded(project: Project, command: str, argv: Sequence[str]) -> contextlib.AbstractContextManager[RunRecord]:
     """A run record for the block, stored whatever happens (run history)."""
-    return history.recorded(Layout(project.warehouse), command, list(argv))
+    return history.recorded(Layout(project.warehouse), command, list(argv), project.target)
 
 
 def parse_seconds(text: str) -> int:
