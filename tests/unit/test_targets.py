@@ -57,7 +57,7 @@ def _issues(root: Path, target: str | None = None) -> list[str]:
 def test_flag_selects_target_and_merges_spark_conf_key_by_key(tmp_path: Path) -> None:
     p = load_project(_project(tmp_path, LAKE), "dev")
     assert p.target == "dev"
-    assert p.warehouse == Path("/data/dev")
+    assert p.warehouse.local == Path("/data/dev")
     assert p.config.spark.master == "local[2]"  # not in the target: the top level's
     assert p.config.spark.conf == {"spark.a": "1", "spark.b": "3", "spark.c": "4"}
     assert p.config.hudi == {"hoodie.x": "top"}
@@ -66,7 +66,7 @@ def test_flag_selects_target_and_merges_spark_conf_key_by_key(tmp_path: Path) ->
 
 def test_target_with_another_source_kind_replaces_the_source(tmp_path: Path) -> None:
     p = load_project(_project(tmp_path, LAKE), "prod")
-    assert p.warehouse == Path("/data/prod") and p.config.spark.master == "yarn"
+    assert p.warehouse.local == Path("/data/prod") and p.config.spark.master == "yarn"
     assert p.config.spark.conf == {"spark.a": "1", "spark.b": "2"}
     src = p.config.ods.source
     assert src.kind == "kafka" and src.bootstrap_servers == "broker:9092" and src.topics == ["cdc"]
@@ -76,14 +76,14 @@ def test_env_var_then_flag_then_default(tmp_path: Path, monkeypatch: pytest.Monk
     root = _project(tmp_path, LAKE)
     assert load_project(root).target == "dev"  # default_target
     monkeypatch.setenv("LAKE_TARGET", "prod")
-    assert load_project(root).warehouse == Path("/data/prod")
-    assert load_project(root, "dev").warehouse == Path("/data/dev")  # the flag wins
+    assert load_project(root).warehouse.local == Path("/data/prod")
+    assert load_project(root, "dev").warehouse.local == Path("/data/dev")  # the flag wins
 
 
 def test_no_target_chosen_and_no_default_uses_the_top_level(tmp_path: Path) -> None:
     p = load_project(_project(tmp_path, LAKE.replace("default_target: dev\n", "")))
     assert p.target is None
-    assert p.warehouse == tmp_path / "wh"
+    assert p.warehouse.local == tmp_path / "wh"
     assert p.config.spark.conf == {"spark.a": "1", "spark.b": "2"}
 
 
@@ -110,7 +110,7 @@ def test_target_asked_for_without_targets(tmp_path: Path, monkeypatch: pytest.Mo
     # LAKE_TARGET may be exported for another project (or `lake demo`'s parent): nothing to choose here.
     monkeypatch.setenv("LAKE_TARGET", "dev")
     p = load_project(root)
-    assert p.target is None and p.warehouse == root / "warehouse"
+    assert p.target is None and p.warehouse.local == root / "warehouse"
 
 
 def test_key_outside_the_allow_list_is_an_error(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_env_vars_defaults_and_escape(tmp_path: Path, monkeypatch: pytest.Monkey
         ods: {trigger_seconds: "${UNSET_ONE:-7}"}
         """)
     p = load_project(root)
-    assert p.warehouse == Path("/data/from-env")
+    assert p.warehouse.local == Path("/data/from-env")
     assert p.config.spark.master == "local[3]"
     assert p.config.spark.conf == {"literal": "${WH}", "empty_default": "fallback", "${KEY_NOT_EXPANDED}": "x"}
     assert p.config.ods.trigger_seconds == 7
