@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from framework.config import Project
+    from models.catalog import CatalogConfig
 
 _LOG4J = """\
 rootLogger.level = warn
@@ -54,7 +55,6 @@ def base_conf(master: str, warehouse: Path, log_dir: Path, kafka: bool = True) -
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
-        "spark.sql.catalogImplementation": "in-memory",
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
         "spark.sql.session.timeZone": "UTC",
@@ -83,6 +83,15 @@ def base_conf(master: str, warehouse: Path, log_dir: Path, kafka: bool = True) -
     }
 
 
+def catalog_conf(catalog: CatalogConfig) -> dict[str, str]:
+    """The session catalog: Spark's in-memory one (`embedded`), or the Hive metastore at
+    `catalog.uri`, where Hudi's Hive sync registers every table lake writes (framework/hudi.py)."""
+    if catalog.kind == "hive":
+        assert catalog.uri
+        return {"spark.sql.catalogImplementation": "hive", "spark.hadoop.hive.metastore.uris": catalog.uri}
+    return {"spark.sql.catalogImplementation": "in-memory"}
+
+
 def spark_session(project: Project, extra: dict[str, str] | None = None) -> SparkSession:
     """Return the process's SparkSession for `project`, creating it on first call."""
     ensure_java()
@@ -91,6 +100,7 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
 
     warehouse = project.warehouse
     conf = base_conf(project.config.spark.master, warehouse, warehouse / "_lake" / "logs")
+    conf.update(catalog_conf(project.config.catalog))
     conf.update(project.config.spark.conf)
     conf.update(extra or {})
     builder = SparkSession.builder

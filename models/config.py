@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from models.base import StrictModel
+from models.catalog import CATALOG_CONFS, CATALOG_HUDI_OPTIONS, CatalogConfig
 from models.quality import CheckList
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -42,6 +43,17 @@ class SparkConfig(StrictModel):
     def _stringify(cls, v: object) -> object:
         if isinstance(v, dict):
             return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
+        return v
+
+    @field_validator("conf")
+    @classmethod
+    def _catalog_elsewhere(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in CATALOG_CONFS:
+            if k in v:
+                raise ValueError(
+                    f"{k} is decided by `catalog:`{FIX_SEPARATOR}remove it from spark.conf; for a Hive metastore set "
+                    "`catalog: {kind: hive, uri: thrift://host:9083}` in lake.yaml"
+                )
         return v
 
 
@@ -214,9 +226,21 @@ class LakeConfig(StrictModel):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     ods: OdsSettings = Field(default_factory=OdsSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
+    catalog: CatalogConfig = Field(default_factory=CatalogConfig)
     # Extra Hudi write options applied to every table this project writes (after ours).
     hudi: dict[str, str] = Field(default_factory=dict)
     schedules: list[ScheduleConfig] = Field(default_factory=list)
+
+    @field_validator("hudi")
+    @classmethod
+    def _sync_by_catalog(cls, v: dict[str, str]) -> dict[str, str]:
+        taken = sorted(k for k in v if k in CATALOG_HUDI_OPTIONS)
+        if taken:
+            raise ValueError(
+                f"{taken[0]} is decided by `catalog:`{FIX_SEPARATOR}remove it; `catalog: {{kind: hive, uri: thrift://host:9083}}` "
+                "registers every table in that metastore (other hoodie.datasource.hive_sync.* options may stay)"
+            )
+        return v
 
     @field_validator("schedules")
     @classmethod
