@@ -1,10 +1,16 @@
 """Registers the warehouse's tables in the session catalog so SQL can name them.
 
-The catalog is Spark's in-memory one, rebuilt from the warehouse at session start (a few ms per
-table): no metastore process and no Derby lock, so `lake sql` works next to a running ingest.
-ODS Hudi tables keep soft-deleted rows (their deletion position stops replays from resurrecting
-them); `ods.<name>` is a view of the live rows, `ods_raw.<name>` the Hudi table itself.
+With the `embedded` catalog (the default) that is Spark's in-memory one, rebuilt from the
+warehouse at session start (a few ms per table): no metastore process and no Derby lock, so
+`lake sql` works next to a running ingest. ODS Hudi tables keep soft-deleted rows (their deletion
+position stops replays from resurrecting them); `ods.<name>` is a view of the live rows,
+`ods_raw.<name>` the Hudi table itself.
 `_quarantine.<layer>_<name>` holds the rows `drop` checks rejected (framework/quality/quarantine.py).
+
+With a `hive` catalog the session is the metastore's, and every table is already there: Hudi's
+Hive sync registered it at its last commit (framework/hudi.py `hive_sync_options`). Nothing is
+created then: views or `*_raw` tables would be written into the shared metastore for every
+engine, and would collide with the synced tables.
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ def quote_literal(text: str) -> str:
 
 def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
     """Create `<layer>_raw.<t>` (the Hudi table) and `<layer>.<t>` (live rows, visible columns)
-    for every table found under ods/, dwd/ and dws/."""
+    for every table found under ods/, dwd/ and dws/. In a Hive-backed session, only list the
+    warehouse's tables the metastore has (see the module docstring)."""
+    if spark.conf.get("spark.sql.catalogImplementation", "in-memory") == "hive":
+        return registered_in_metastore(spark, layout)
     bad = sorted({c for c in str(layout.root) if c in URI_UNSAFE})
     if bad:
         raise LakeError(
@@ -78,3 +87,25 @@ def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
         spark.sql(f"CREATE TABLE _lake.dead_letter USING hudi LOCATION {quote_literal(str(layout.dead_letter))}")
         names.append("_lake.dead_letter")
     return names
+
+
+def warehouse_tables(layout: Layout) -> list[str]:
+    """SQL names of the warehouse's tables: `<layer>.<t>`, `_quarantine.<layer>_<t>`, `_lake.dead_letter`."""
+    names = [f"{layer}.{p.name}" for layer in ("ods", "dwd", "dws") for p in layout.layer_tables(layer)]
+    if layout.quarantine_root.is_dir():
+        names += [f"_quarantine.{p.name}" for p in sorted(layout.quarantine_root.iterdir()) if (p / ".hoodie").exists()]
+    if (layout.dead_letter / ".hoodie").exists():
+        names.append("_lake.dead_letter")
+    return names
+
+
+def registered_in_metastore(spark: SparkSession, layout: Layout) -> list[str]:
+    """The warehouse's tables the session's metastore knows (a table written before `catalog:`
+    became `hive` is registered at its next commit). A merge-on-read table counts when its
+    snapshot table `<t>_rt` is there."""
+    out = []
+    for name in warehouse_tables(layout):
+        db, _, table = name.partition(".")
+        if spark.catalog.tableExists(table, db) or spark.catalog.tableExists(f"{table}_rt", db):
+            out.append(name)
+    return out
