@@ -7,10 +7,12 @@ starts, so every entry point gets its session from :func:`spark_session`.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framework.errors import LakeError
 from framework.jars import HUDI_BUNDLE, ensure_jar, ensure_java, kafka_connector_jars
 
 if TYPE_CHECKING:
@@ -92,9 +94,30 @@ def catalog_conf(catalog: CatalogConfig) -> dict[str, str]:
     return {"spark.sql.catalogImplementation": "in-memory"}
 
 
+def check_metastore(catalog: CatalogConfig, timeout: float = 5.0) -> None:
+    """Fail before Spark starts when no metastore of `catalog.uri` accepts a connection. Without
+    this, the first table commit of a run succeeds and its Hive sync then fails with pages of
+    Java stack (the commit stays; its registration waits for the table's next commit)."""
+    if catalog.kind != "hive" or not catalog.uri:
+        return
+    errors = []
+    for uri in catalog.uri.split(","):
+        host, _, port = uri.removeprefix("thrift://").rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return
+        except OSError as e:
+            errors.append(f"{uri}: {e.strerror or e}")
+    raise LakeError(
+        f"no Hive metastore answers at `catalog.uri` in lake.yaml ({'; '.join(errors)})",
+        fix="start the metastore, or correct `catalog.uri`; `catalog: {kind: embedded}` (the default) needs none",
+    )
+
+
 def spark_session(project: Project, extra: dict[str, str] | None = None) -> SparkSession:
     """Return the process's SparkSession for `project`, creating it on first call."""
     ensure_java()
+    check_metastore(project.config.catalog)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 

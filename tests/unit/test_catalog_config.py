@@ -9,8 +9,9 @@ import pytest
 
 from framework import hudi
 from framework.config import load_project
-from framework.errors import ConfigError
-from framework.session import catalog_conf
+from framework.demo.services import free_port
+from framework.errors import ConfigError, LakeError
+from framework.session import catalog_conf, spark_session
 from models.catalog import CatalogConfig
 
 
@@ -75,3 +76,12 @@ def test_write_options_sync_only_with_hive() -> None:
     assert tuned["hoodie.datasource.hive_sync.support_timestamp"] == "false"
     with pytest.raises(ValueError):
         hudi.write_options(name="user", key=["id"], ordering=None, partition=None, catalog=hive)
+
+
+def test_unreachable_metastore_fails_before_spark_starts(tmp_path: Path) -> None:
+    """Else the run's first commit lands and its Hive sync fails after it, in Java stack."""
+    (tmp_path / "lake.yaml").write_text(f"name: t\ncatalog: {{kind: hive, uri: 'thrift://127.0.0.1:{free_port()}'}}\n")
+    with pytest.raises(LakeError) as e:
+        spark_session(load_project(tmp_path))
+    assert "no Hive metastore answers at `catalog.uri` in lake.yaml" in e.value.message
+    assert "Connection refused" in e.value.message and "start the metastore" in (e.value.fix or "")
