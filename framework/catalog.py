@@ -8,18 +8,25 @@ position stops replays from resurrecting them); `ods.<name>` is a view of the li
 `_quarantine.<layer>_<name>` holds the rows `drop` checks rejected (framework/quality/quarantine.py).
 
 With a `hive` catalog the session is the metastore's, and every table is already there: Hudi's
-Hive sync registered it at its last commit (framework/hudi.py `hive_sync_options`). Nothing is
-created then: views or `*_raw` tables would be written into the shared metastore for every
-engine, and would collide with the synced tables.
+Hive sync registered it at its last commit (framework/hudi.py `hive_sync_options`). No views or
+`*_raw` tables are created then: they would be written into the shared metastore for every
+engine, and would collide with the synced tables. A warehouse table the metastore lacks (written
+before the project switched to `hive`, or whose sync failed after its commit) is registered by
+the same sync, run here.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from pyspark.sql import SparkSession
 
+from framework import hudi
 from framework.errors import LakeError
 from framework.hudi import HOODIE_META_COLUMNS
 from framework.paths import Layout
+from models.catalog import CatalogConfig
 
 HIDDEN = ("_deleted", "_hoodie_is_deleted")
 # Characters a URI must escape in a path (and the glob `*`): Hudi's CREATE TABLE looks for the
@@ -100,12 +107,36 @@ def warehouse_tables(layout: Layout) -> list[str]:
 
 
 def registered_in_metastore(spark: SparkSession, layout: Layout) -> list[str]:
-    """The warehouse's tables the session's metastore knows (a table written before `catalog:`
-    became `hive` is registered at its next commit). A merge-on-read table counts when its
-    snapshot table `<t>_rt` is there."""
-    out = []
-    for name in warehouse_tables(layout):
+    """The warehouse's tables, each registered in the session's metastore: the ones it lacks are
+    synced now. A merge-on-read table counts when its snapshot table `<t>_rt` is there."""
+    catalog = CatalogConfig(kind="hive", uri=spark.conf.get("spark.hadoop.hive.metastore.uris"))
+    names = warehouse_tables(layout)
+    for name in names:
         db, _, table = name.partition(".")
-        if spark.catalog.tableExists(table, db) or spark.catalog.tableExists(f"{table}_rt", db):
-            out.append(name)
-    return out
+        if not (spark.catalog.tableExists(table, db) or spark.catalog.tableExists(f"{table}_rt", db)):
+            sync_table(spark, catalog, name, table_path(layout, name))
+    return names
+
+
+def table_path(layout: Layout, name: str) -> Path:
+    """Where the table `name` (one of `warehouse_tables`) lives."""
+    db, _, table = name.partition(".")
+    if db == "_quarantine":
+        return layout.quarantine_root / table
+    return layout.dead_letter if name == "_lake.dead_letter" else layout.table(name)
+
+
+def sync_table(spark: SparkSession, catalog: CatalogConfig, sql_name: str, path: Path) -> None:
+    """Register the table at `path` as `sql_name` in the metastore: Hudi's Hive sync, with the
+    options its commits use, run on its own (as a commit would at its end)."""
+    jvm: Any = spark._jvm
+    props = jvm.java.util.Properties()
+    fields = hudi.partition_fields(spark, path)
+    for k, v in hudi.hive_sync_options(catalog, sql_name, ",".join(fields) or None).items():
+        props.setProperty(k, v)
+    props.setProperty("hoodie.datasource.meta.sync.base.path", str(path))
+    tool = jvm.org.apache.hudi.hive.HiveSyncTool(props, spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    try:
+        tool.syncHoodieTable()
+    finally:
+        tool.close()

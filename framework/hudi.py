@@ -286,6 +286,14 @@ def record_key(spark: SparkSession, path: Path) -> list[str]:
     return [str(f) for f in fields.get()] if fields.isPresent() else []
 
 
+def partition_fields(spark: SparkSession, path: Path) -> list[str]:
+    """The partition fields the table was created with (hoodie.properties); [] if none."""
+    if not table_exists(path):
+        return []
+    fields = _meta_client(spark, path).getTableConfig().getPartitionFields()
+    return [str(f) for f in fields.get()] if fields.isPresent() else []
+
+
 def commit_metadata(spark: SparkSession, path: Path) -> list[tuple[Instant, dict[str, str]]]:
     """Every completed commit with its lake extra metadata, oldest first."""
     if not table_exists(path):

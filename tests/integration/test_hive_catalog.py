@@ -201,6 +201,32 @@ def test_plain_spark_reads_lake_tables_from_the_metastore(tmp_path: Path, hive_m
     assert sorted(((d["device_model"], str(d["num"])) for d in json.loads(r.stdout)), key=str) == src.user_agg()
 
 
+def test_tables_written_before_the_switch_to_hive_are_registered(tmp_path: Path, hive_metastore: HiveMetastore) -> None:
+    """A project that ran with the embedded catalog, then sets `kind: hive`: its existing tables
+    (one partitioned) are in the metastore once a lake session starts, not only after their next
+    commit. (Table names differ from the other test's: both share one metastore.)"""
+    tables = """
+tables:
+  - source: crm.customer
+    key: [id]
+  - source: crm.visit
+    key: [id]
+    columns: {at: timestamp}
+    partition_by: {column: at, granularity: day}
+"""
+    lp = LakeProject(tmp_path / "p", tables)
+    lp.write_cdc([envelope("c", "crm.customer", None, {"id": 1, "name": "ann"}, pos=1),
+                  envelope("c", "crm.visit", None, {"id": 1, "at": "2024-05-01 10:00:00"}, pos=2)])
+    _lake(lp.root, "ingest", "--once")
+    with open(lp.root / "lake.yaml", "a") as f:
+        f.write(f"catalog: {{kind: hive, uri: '{hive_metastore.uri}'}}\n")
+    r = _lake(lp.root, "sql", "select c.name, v.dt from ods.customer c join ods.visit v on c.id = v.id", "--format", "json")
+    assert json.loads(r.stdout) == [{"name": "ann", "dt": "2024-05-01"}]
+    seen = _read(hive_metastore, {"parts": "show partitions ods.visit"}, ["ods.customer", "ods.visit"], tmp_path)
+    assert seen["queries"]["parts"]["rows"] == [["dt=2024-05-01"]]
+    assert "name" in seen["hive_columns"]["ods.customer"]
+
+
 def test_metastore_stops_and_leaves_nothing_running(tmp_path: Path) -> None:
     hms = HiveMetastore(tmp_path / "hms")
     hms.start()
