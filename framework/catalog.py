@@ -46,8 +46,8 @@ def quote_literal(text: str) -> str:
 
 def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
     """Create `<layer>_raw.<t>` (the Hudi table) and `<layer>.<t>` (live rows, visible columns)
-    for every table found under ods/, dwd/ and dws/. In a Hive-backed session, only list the
-    warehouse's tables the metastore has (see the module docstring)."""
+    for every table found under ods/, dwd/ and dws/. In a Hive-backed session, register only the
+    warehouse's tables the metastore lacks, and list them all (see the module docstring)."""
     if spark.conf.get("spark.sql.catalogImplementation", "in-memory") == "hive":
         return registered_in_metastore(spark, layout)
     bad = sorted({c for c in str(layout.root) if c in URI_UNSAFE})
