@@ -17,6 +17,8 @@ from framework.storage import storage_for
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from models.catalog import CatalogConfig
+
 META_PREFIX = "_lake_"
 # Commits whose files the cleaner keeps (`hoodie.clean.commits.retained`) unless the project's
 # `hudi:` options say otherwise: how far an incremental reader may lag (HUDI_NOTES §2.5, §3.4).
@@ -80,8 +82,11 @@ def write_options(
     cdc: bool = True,
     local: bool = True,
     extra: dict[str, str] | None = None,
+    catalog: CatalogConfig | None = None,
+    sql_name: str | None = None,
 ) -> dict[str, str]:
-    """Options for an upsert into a lake-managed Hudi table."""
+    """Options for an upsert into a lake-managed Hudi table; with a Hive `catalog`, the commit
+    also registers the table as `sql_name` (`<database>.<table>`) in the metastore."""
     par = "2" if local else "200"
     opts = {
         "hoodie.table.name": name,
@@ -113,8 +118,35 @@ def write_options(
         "hoodie.keep.max.commits": "80",
     }
     opts.update(_layout_options(key, ordering, partition, table_type))
+    if catalog is not None and catalog.kind == "hive":
+        if not sql_name:
+            raise ValueError(f"the Hudi table {name} is written with a Hive catalog but without its SQL name")
+        opts.update(hive_sync_options(catalog, sql_name, partition))
     opts.update(extra or {})
     return opts
+
+
+def hive_sync_options(catalog: CatalogConfig, sql_name: str, partition: str | None) -> dict[str, str]:
+    """Hudi's Hive sync in HMS mode: after each commit the writer creates or alters the table
+    `sql_name` in the metastore (new columns, new partitions), as an external table whose
+    properties make Spark read it through Hudi and Trino/Presto/Hive through Hudi's input format.
+    A merge-on-read table is registered twice, Hudi's convention: `<t>_rt` (snapshot) and `<t>_ro`
+    (read-optimized: compacted data only)."""
+    database, _, table = sql_name.partition(".")
+    return {
+        "hoodie.datasource.hive_sync.enable": "true",
+        "hoodie.datasource.hive_sync.mode": "hms",
+        "hoodie.datasource.hive_sync.metastore.uris": catalog.uri or "",
+        "hoodie.datasource.hive_sync.database": database,
+        "hoodie.datasource.hive_sync.table": table,
+        "hoodie.datasource.hive_sync.partition_fields": partition or "",
+        "hoodie.datasource.hive_sync.partition_extractor_class": (
+            "org.apache.hudi.hive.MultiPartKeysValueExtractor" if partition else "org.apache.hudi.hive.NonPartitionedExtractor"
+        ),
+        # TIMESTAMP columns, not their bigint microseconds, for engines that read the Hive schema.
+        "hoodie.datasource.hive_sync.support_timestamp": "true",
+        "hoodie.datasource.hive_sync.auto_create_database": "true",
+    }
 
 
 def _layout_options(key: list[str], ordering: str | None, partition: str | None, table_type: str) -> dict[str, str]:
@@ -258,6 +290,14 @@ def record_key(spark: SparkSession, path: Location | Path) -> list[str]:
     if not table_exists(path):
         return []
     fields = _meta_client(spark, path).getTableConfig().getRecordKeyFields()
+    return [str(f) for f in fields.get()] if fields.isPresent() else []
+
+
+def partition_fields(spark: SparkSession, path: Location | Path) -> list[str]:
+    """The partition fields the table was created with (hoodie.properties); [] if none."""
+    if not table_exists(path):
+        return []
+    fields = _meta_client(spark, path).getTableConfig().getPartitionFields()
     return [str(f) for f in fields.get()] if fields.isPresent() else []
 
 

@@ -7,6 +7,7 @@ starts, so every entry point gets its session from :func:`spark_session`.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from framework.config import Project
+    from models.catalog import CatalogConfig
 
 _LOG4J = """\
 rootLogger.level = warn
@@ -58,7 +60,6 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
-        "spark.sql.catalogImplementation": "in-memory",
         "spark.driver.extraJavaOptions": java_opts,
         # Executors of a cluster run elsewhere: the log config file exists only on this machine.
         "spark.executor.extraJavaOptions": java_opts if local else JVM_OPTIONS,
@@ -88,14 +89,45 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
     }
 
 
+def catalog_conf(catalog: CatalogConfig) -> dict[str, str]:
+    """The session catalog: Spark's in-memory one (`embedded`), or the Hive metastore at
+    `catalog.uri`, where Hudi's Hive sync registers every table lake writes (framework/hudi.py)."""
+    if catalog.kind == "hive":
+        assert catalog.uri
+        return {"spark.sql.catalogImplementation": "hive", "spark.hadoop.hive.metastore.uris": catalog.uri}
+    return {"spark.sql.catalogImplementation": "in-memory"}
+
+
+def check_metastore(catalog: CatalogConfig, timeout: float = 5.0) -> None:
+    """Fail before Spark starts when no metastore of `catalog.uri` accepts a connection. Without
+    this, the first table commit of a run succeeds and its Hive sync then fails with pages of
+    Java stack (the commit stays; its registration waits for the table's next commit)."""
+    if catalog.kind != "hive" or not catalog.uri:
+        return
+    errors = []
+    for uri in catalog.uri.split(","):
+        host, _, port = uri.removeprefix("thrift://").rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return
+        except OSError as e:
+            errors.append(f"{uri}: {e.strerror or e}")
+    raise LakeError(
+        f"no Hive metastore answers at `catalog.uri` in lake.yaml ({'; '.join(errors)})",
+        fix="start the metastore, or correct `catalog.uri`; `catalog: {kind: embedded}` (the default) needs none",
+    )
+
+
 def spark_session(project: Project, extra: dict[str, str] | None = None) -> SparkSession:
     """Return the process's SparkSession for `project`, creating it on first call."""
     ensure_java()
+    check_metastore(project.config.catalog)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     logs = project.local_state / "logs"
     conf = base_conf(project.config.spark.master, project.warehouse, logs, s3=uses_s3(project))
+    conf.update(catalog_conf(project.config.catalog))
     conf.update(project.config.spark.conf)
     conf.update(extra or {})
     builder = SparkSession.builder

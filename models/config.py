@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from models.base import StrictModel
-from models.deploy import _URI_SCHEME, FIX_SEPARATOR, LockSettings, check_location
+from models.catalog import CATALOG_CONFS, CatalogConfig, check_sync_options
+from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_lock_service
 from models.quality import CheckSpec
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -39,6 +40,17 @@ class SparkConfig(StrictModel):
     def _stringify(cls, v: object) -> object:
         if isinstance(v, dict):
             return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
+        return v
+
+    @field_validator("conf")
+    @classmethod
+    def _catalog_elsewhere(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in CATALOG_CONFS:
+            if k in v:
+                raise ValueError(
+                    f"{k} is decided by `catalog:`{FIX_SEPARATOR}remove it from spark.conf; for a Hive metastore set "
+                    "`catalog: {kind: hive, uri: thrift://host:9083}` in lake.yaml"
+                )
         return v
 
 
@@ -210,9 +222,15 @@ class LakeConfig(StrictModel):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     ods: OdsSettings = Field(default_factory=OdsSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
+    catalog: CatalogConfig = Field(default_factory=CatalogConfig)
     # Extra Hudi write options applied to every table this project writes (after ours).
     hudi: dict[str, str] = Field(default_factory=dict)
     schedules: list[ScheduleConfig] = Field(default_factory=list)
+
+    @field_validator("hudi")
+    @classmethod
+    def _sync_by_catalog(cls, v: dict[str, str]) -> dict[str, str]:
+        return check_sync_options(v)
 
     @field_validator("schedules")
     @classmethod
@@ -230,16 +248,7 @@ class LakeConfig(StrictModel):
 
     @model_validator(mode="after")
     def _lock_service(self) -> LakeConfig:
-        m = _URI_SCHEME.match(self.warehouse)
-        scheme = m[1].lower() if m else "file"
-        if self.locks.kind == "auto" and scheme not in ("file", "s3a", "s3", "s3n"):
-            raise ValueError(
-                f"lake has no lock service for a {scheme}:// warehouse (flock needs a local disk, the S3 lease an S3 bucket)"
-                f"{FIX_SEPARATOR}set `locks: {{kind: none}}` in lake.yaml if one scheduler runs every lake write; nothing else then keeps two writers of a table apart")
-        if self.locks.kind == "flock" and scheme != "file":
-            raise ValueError(f"`locks.kind: flock` needs a local warehouse, not {self.warehouse}{FIX_SEPARATOR}use `kind: auto`")
-        if self.locks.kind == "s3" and scheme not in ("s3a", "s3", "s3n"):
-            raise ValueError(f"`locks.kind: s3` needs an S3 warehouse (s3a://bucket/...), not {self.warehouse}{FIX_SEPARATOR}use `kind: auto`")
+        check_lock_service(self.warehouse, self.locks)
         return self
 
     @field_validator("name")

@@ -39,3 +39,17 @@ class LockSettings(StrictModel):
     kind: Literal["auto", "flock", "s3", "none"] = "auto"
     # An S3 lease not renewed for this long is taken over (its holder died); renewed every third.
     lease_seconds: int = Field(default=60, ge=10, le=3600)
+
+
+def check_lock_service(warehouse: str, locks: LockSettings) -> None:
+    """A lock kind that can serve the warehouse's file system (`locks.kind: auto` needs one)."""
+    m = _URI_SCHEME.match(warehouse)
+    scheme = m[1].lower() if m else "file"
+    if locks.kind == "auto" and scheme not in ("file", "s3a", "s3", "s3n"):
+        raise ValueError(
+            f"lake has no lock service for a {scheme}:// warehouse (flock needs a local disk, the S3 lease an S3 bucket)"
+            f"{FIX_SEPARATOR}set `locks: {{kind: none}}` in lake.yaml if one scheduler runs every lake write; nothing else then keeps two writers of a table apart")
+    if locks.kind == "flock" and scheme != "file":
+        raise ValueError(f"`locks.kind: flock` needs a local warehouse, not {warehouse}{FIX_SEPARATOR}use `kind: auto`")
+    if locks.kind == "s3" and scheme not in ("s3a", "s3", "s3n"):
+        raise ValueError(f"`locks.kind: s3` needs an S3 warehouse (s3a://bucket/...), not {warehouse}{FIX_SEPARATOR}use `kind: auto`")

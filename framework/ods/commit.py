@@ -51,6 +51,8 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
         table_type=t.type,
         local=ctx.local,
         extra=ctx.project.config.hudi,
+        catalog=ctx.project.config.catalog,
+        sql_name=t.qualified_name,
     )
     failpoint("before_table_commit")
     meta = {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)}
@@ -87,7 +89,8 @@ def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFram
         F.lit(batch_id).cast("bigint").alias("batch_id"),
         F.current_timestamp().alias("dead_at"),
     )
-    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=ctx.local, extra=ctx.project.config.hudi)
+    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=ctx.local, extra=ctx.project.config.hudi,
+                              catalog=ctx.project.config.catalog, sql_name="_lake.dead_letter")
     pausepoint("before_dead_letter_lock")
     try:
         with hold(ctx.layout.locks, [table_lock("_lake.dead_letter")], timeout=DEAD_LETTER_WAIT_SECONDS,

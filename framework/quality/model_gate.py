@@ -97,7 +97,8 @@ class ModelGate:
     def _drop(self, model: str, out: DataFrame, key: list[str], rejected: DataFrame, result: GateResult) -> DataFrame:
         """Quarantine the rows `drop` checks rejected and take them out of `out`."""
         bad = rejected.withColumn("_lake_key", lake_key(key))
-        result.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi)
+        result.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi,
+                                                 catalog=self.project.config.catalog)
         if not any(c.startswith("_lake_") and c != "_lake_key" for c in out.columns):
             return out.join(bad.select("_lake_key"), "_lake_key", "left_anti")
         # An aggregate's row carries its group's running state, which the next incremental

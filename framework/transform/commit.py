@@ -129,7 +129,8 @@ class Committer:
         # records another fingerprint or checkpoint: else every later build would be full.
         # So does a build that changes no row once its checkpoint lags far: see _lagging.)
         opts = hudi.write_options(name=m.name.replace(".", "_"), key=["_lake_key"], ordering=None, partition=m.config.partition_by,
-                                  table_type="cow", local=self.local, extra=self.project.config.hudi)
+                                  table_type="cow", local=self.local, extra=self.project.config.hudi,
+                                  catalog=self.project.config.catalog, sql_name=m.name)
         if not exists:
             opts["hoodie.datasource.write.operation"] = "insert"
         meta = {"ckpt": json.dumps(dict(p.end), sort_keys=True), "fingerprint": m.fingerprint, "strategy": a.strategy, "mode": p.mode}
