@@ -43,7 +43,7 @@ class Source:
         self.users: dict[int, tuple[str, int]] = {}
         self.pos = 0
 
-    def set(self, uid: int, city: str, score: int) -> dict[str, Any]:
+    def put(self, uid: int, city: str, score: int) -> dict[str, Any]:
         self.pos += 1
         before = self.users.get(uid)
         self.users[uid] = (city, score)
@@ -117,24 +117,24 @@ def test_hidden_groups_are_not_rows_of_the_model_table(tmp_path: Path, spark: An
     lp = LakeProject(tmp_path, ODS).add_models(MODELS)
     src = Source()
     # sh: 3 users; bj: 1 (HAVING hides it); gz: 2, one negative (the drop check hides it in city_low).
-    first = [src.set(1, "sh", 5), src.set(2, "sh", 7), src.set(3, "sh", 1), src.set(4, "bj", 9), src.set(5, "gz", -2), src.set(6, "gz", 4)]
+    first = [src.put(1, "sh", 5), src.put(2, "sh", 7), src.put(3, "sh", 1), src.put(4, "bj", 9), src.put(5, "gz", -2), src.put(6, "gz", 4)]
     res = _round(spark, lp, first)
     assert {r.mode for r in res.values()} == {"full"}
     assert_tables(lp, src)
     # bj gets a second user: visible again (an insert downstream); gz loses one: hidden by HAVING
     # (a delete downstream) and no longer negative: visible in city_low.
-    res = _round(spark, lp, [src.set(7, "bj", 3), src.delete(5)])
+    res = _round(spark, lp, [src.put(7, "bj", 3), src.delete(5)])
     assert {m: r.mode for m, r in res.items()} == dict.fromkeys(COLUMNS, "incremental")
     assert_tables(lp, src)
     # sh shrinks to two (leaves big_cities), gz regains a user (visible with its kept state),
     # bj's new user turns negative (hidden by the drop check, its state kept).
-    res = _round(spark, lp, [src.delete(3), src.set(8, "gz", 6), src.set(7, "bj", -3)])
+    res = _round(spark, lp, [src.delete(3), src.put(8, "gz", 6), src.put(7, "bj", -3)])
     assert {m: r.mode for m, r in res.items()} == dict.fromkeys(COLUMNS, "incremental")
     assert_tables(lp, src)
     # Hidden groups change while hidden; then come back.
-    _round(spark, lp, [src.set(9, "hz", 2), src.set(7, "bj", -5), src.set(10, "hz", 3)])
+    _round(spark, lp, [src.put(9, "hz", 2), src.put(7, "bj", -5), src.put(10, "hz", 3)])
     assert_tables(lp, src)
-    _round(spark, lp, [src.set(7, "bj", 0), src.delete(10), src.set(10, "sh", 1)])
+    _round(spark, lp, [src.put(7, "bj", 0), src.delete(10), src.put(10, "sh", 1)])
     assert_tables(lp, src)
     # A full rebuild finds nothing to change in the SUM/COUNT model (state included) and leaves
     # every table as it was.
@@ -148,7 +148,7 @@ def test_table_with_hidden_rows_from_an_older_lake_is_rebuilt_once(tmp_path: Pat
     rows (and its commits record no `hidden` instant): the next build is full and moves them."""
     lp = LakeProject(tmp_path, ODS).add_models({k: v for k, v in MODELS.items() if k.startswith("dws/city_stats")})
     src = Source()
-    _round(spark, lp, [src.set(1, "sh", 5), src.set(2, "sh", 7), src.set(4, "bj", 9)])
+    _round(spark, lp, [src.put(1, "sh", 5), src.put(2, "sh", 7), src.put(4, "bj", 9)])
     # Rewrite it as the older lake left it: hidden groups as `_deleted` rows, no `hidden` metadata.
     path, held = lp.layout.table("dws.city_stats"), lp.layout.hidden("dws.city_stats")
     old = hudi.read(spark, path).unionByName(hudi.read(spark, held)).drop(*hudi.HOODIE_META_COLUMNS).toPandas()
@@ -159,12 +159,12 @@ def test_table_with_hidden_rows_from_an_older_lake_is_rebuilt_once(tmp_path: Pat
     opts = hudi.write_options(name="dws_city_stats", key=["_lake_key"], ordering=None, partition=None)
     hudi.write(spark.createDataFrame(old).withColumn("_hoodie_is_deleted", F.lit(False)), path, opts, meta)
     assert ("bj", 1, 9) in read_by_path(path, COLUMNS["dws.city_stats"])  # what outside readers saw
-    res = _round(spark, lp, [src.set(3, "gz", 1)])
+    res = _round(spark, lp, [src.put(3, "gz", 1)])
     assert res["dws.city_stats"].mode == "full" and "a full build moves them" in res["dws.city_stats"].reason
     assert read_by_path(path, COLUMNS["dws.city_stats"]) == src.expected()["dws.city_stats"]
     assert read_by_path(held, COLUMNS["dws.city_stats"]) == src.hidden()["dws.city_stats"]
     # From there on, incremental.
-    res = _round(spark, lp, [src.set(5, "bj", 1)])
+    res = _round(spark, lp, [src.put(5, "bj", 1)])
     assert res["dws.city_stats"].mode == "incremental"
     assert read_by_path(path, COLUMNS["dws.city_stats"]) == src.expected()["dws.city_stats"]
 
@@ -176,8 +176,8 @@ def test_crash_between_the_hidden_groups_commit_and_the_model_commit(tmp_path: P
     lp = LakeProject(tmp_path, ODS).add_models({k: v for k, v in MODELS.items() if k.startswith(("dws/city_stats", "dws/by_size"))})
     src = Source()
     # sh: 3 users, visible; bj: 1, hidden.
-    _round(spark, lp, [src.set(1, "sh", 5), src.set(2, "sh", 7), src.set(3, "sh", 1), src.set(4, "bj", 9)])
-    lp.write_cdc([src.set(1, "bj", 5)])  # bj: 2 users, visible: leaves the hidden-groups table
+    _round(spark, lp, [src.put(1, "sh", 5), src.put(2, "sh", 7), src.put(3, "sh", 1), src.put(4, "bj", 9)])
+    lp.write_cdc([src.put(1, "bj", 5)])  # bj: 2 users, visible: leaves the hidden-groups table
     lp.ingest(spark)
     held = lp.layout.hidden("dws.city_stats")
     before = hudi.completed_instants(spark, held)
@@ -187,12 +187,12 @@ def test_crash_between_the_hidden_groups_commit_and_the_model_commit(tmp_path: P
     assert len(hudi.completed_instants(spark, held)) == len(before) + 1  # the orphan
     assert ("bj", 2, 14) not in read_by_path(lp.layout.table("dws.city_stats"), COLUMNS["dws.city_stats"])  # no model commit
     # User 1 moves back before the rerun: its net change no longer reaches bj.
-    res = _round(spark, lp, [src.set(1, "sh", 5)])
+    res = _round(spark, lp, [src.put(1, "sh", 5)])
     assert res["dws.city_stats"].mode == "incremental"
     assert read_by_path(lp.layout.table("dws.city_stats"), COLUMNS["dws.city_stats"]) == src.expected()["dws.city_stats"]
     assert read_by_path(held, COLUMNS["dws.city_stats"]) == src.hidden()["dws.city_stats"] == {("bj", 1, 9)}
     # bj's kept state is right: a second user makes it visible with both users counted.
-    _round(spark, lp, [src.set(5, "bj", 2)])
+    _round(spark, lp, [src.put(5, "bj", 2)])
     want = src.expected()
     assert ("bj", 2, 11) in want["dws.city_stats"]
     for model in ("dws.city_stats", "dws.by_size"):
