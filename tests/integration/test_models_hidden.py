@@ -167,6 +167,15 @@ def test_table_with_hidden_rows_from_an_older_lake_is_rebuilt_once(tmp_path: Pat
     res = _round(spark, lp, [src.put(5, "bj", 1)])
     assert res["dws.city_stats"].mode == "incremental"
     assert read_by_path(path, COLUMNS["dws.city_stats"]) == src.expected()["dws.city_stats"]
+    # A column retyped (the README's advice for an incompatible change: remove the model's
+    # table): the full build also rewrites the hidden groups, written with the old type.
+    (lp.root / "layers" / "dws" / "city_stats.sql").write_text(
+        "select city, count(*) as n, cast(sum(score) as string) as score from ods.users group by city having count(*) > 1")
+    shutil.rmtree(path)
+    res = _round(spark, lp, [src.put(6, "hz", 4)])
+    assert res["dws.city_stats"].mode == "full"
+    assert read_by_path(path, COLUMNS["dws.city_stats"]) == {(c, n, str(s)) for c, n, s in src.expected()["dws.city_stats"]}
+    assert read_by_path(held, COLUMNS["dws.city_stats"]) == {(c, n, str(s)) for c, n, s in src.hidden()["dws.city_stats"]}
 
 
 def test_crash_between_the_hidden_groups_commit_and_the_model_commit(tmp_path: Path, spark: Any) -> None:
