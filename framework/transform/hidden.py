@@ -42,7 +42,7 @@ def stored(spark: SparkSession, layout: Layout, name: str, instant: str | None) 
 def write(spark: SparkSession, layout: Layout, name: str, rows: DataFrame, scope: DataFrame | None, gone: DataFrame | None,
           instant: str | None, options: dict[str, str]) -> str:
     """Commit one build's hidden groups and return the companion instant the model's commit must
-    record (`instant` itself, or NONE, when nothing changed).
+    record: the new commit's; when nothing differs, the latest one (NONE: no companion table).
 
     After the commit the companion holds `rows` (full rows, `_lake_key`), no other group inside
     `scope` (`_lake_key`s; None: every group) or `gone`, and every group outside them as it was
