@@ -36,7 +36,7 @@ class Layout:
     def checkpoint(self, name: str) -> Location:
         return self.lake / "checkpoints" / name
 
-    def hidden(self, qualified: str) -> Path:
+    def hidden(self, qualified: str) -> Location:
         """The hidden-groups Hudi table of an aggregate model, `_lake/hidden/<layer>_<name>`: the
         groups HAVING or a `drop` check hides, with their state (framework/transform/hidden.py)."""
         return self.lake / "hidden" / "_".join(_parts(qualified))
