@@ -43,8 +43,8 @@ def dag_id(name: str) -> str:
     return "lake_" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def render_dags(project_dir: Path, schedules: list[ScheduleConfig], lake: str = "lake") -> str:
-    """Python source of an Airflow DAG file for these schedules."""
+def render_dags(project_dir: Path, schedules: list[ScheduleConfig], lake: str = "lake", target: str | None = None) -> str:
+    """Python source of an Airflow DAG file for these schedules (run with `target`, if any)."""
     lines = [_HEADER.format(project=repr(str(project_dir)))]
     for s in schedules:
         if has_seconds(s.cron):
@@ -65,7 +65,7 @@ def render_dags(project_dir: Path, schedules: list[ScheduleConfig], lake: str = 
         tasks = []
         for args in lake_commands(s):
             task = args[0]
-            command = shlex.join([lake, "--project", str(project_dir), *args])
+            command = shlex.join([lake, "--project", str(project_dir), *(["--target", target] if target else []), *args])
             lines.append(f"    {task} = BashOperator(task_id={task!r}, bash_command={command!r})")
             tasks.append(task)
         if len(tasks) > 1:

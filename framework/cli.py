@@ -19,12 +19,13 @@ from framework.errors import LakeError
 
 @click.group()
 @click.option("--project", "project_dir", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Project directory (with lake.yaml).")
+@click.option("--target", default=None, metavar="NAME", help="Apply this entry of lake.yaml's `targets:` (default: $LAKE_TARGET, else `default_target:`).")
 @click.option("--debug", is_flag=True, help="Show stack traces.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only errors and requested output.")
 @click.pass_context
-def main(ctx: click.Context, project_dir: Path, debug: bool, quiet: bool) -> None:
+def main(ctx: click.Context, project_dir: Path, target: str | None, debug: bool, quiet: bool) -> None:
     """lake: Debezium CDC into Hudi ODS tables, and models built from them."""
-    ctx.obj = Ctx(project_dir, debug, quiet)
+    ctx.obj = Ctx(project_dir, debug, quiet, target)
 
 
 @main.command()
@@ -34,9 +35,10 @@ def main(ctx: click.Context, project_dir: Path, debug: bool, quiet: bool) -> Non
 @handle_errors
 def init(obj: Ctx, directory: Path, name: str | None) -> None:
     """Scaffold a working project in DIRECTORY."""
+    from framework.demo.seed import inventory_sample
     from framework.scaffold import scaffold
 
-    created = scaffold(directory, name)
+    created = scaffold(directory, name, cdc_sample=inventory_sample())
     say(obj.console, f"Created project in {directory}:")
     for p in created:
         say(obj.console, f"  {p}")
@@ -183,8 +185,10 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
     """Write the HTML report (GE Data Docs + a page per run) to out/report/, or print JSON."""
     from framework.paths import Layout
     from framework.quality.report import report_dir, report_json, write_report
+    from framework.session import ensure_storage
 
     project = obj.project()
+    ensure_storage(project)
     layout = Layout(project.warehouse)
     if fmt == "json":
         click.echo(json.dumps(report_json(layout, list(run_ids) or None, last), indent=2))
@@ -319,7 +323,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
     if airflow_path is not None:
         from framework.airflow import render_dags
 
-        airflow_path.write_text(render_dags(project.root, schedules, lake_bin), encoding="utf-8")
+        airflow_path.write_text(render_dags(project.root, schedules, lake_bin, project.target), encoding="utf-8")
         say(obj.console, f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
         return
     if list_only:
@@ -334,7 +338,7 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
 
         say(err_console, f"{datetime.now():%Y-%m-%d %H:%M:%S} {text}")
 
-    steps = sched.SubprocessSteps(project.root, log)
+    steps = sched.SubprocessSteps(project.root, log, project.target)
     sys.exit(sched.serve(sched.Scheduler(schedules, steps, log), log, steps.terminate))
 
 
@@ -349,8 +353,10 @@ def runs(ctx: click.Context, last: int, fmt: str) -> None:
         return
     from framework import history, report
     from framework.paths import Layout
+    from framework.session import ensure_storage
 
     obj: Ctx = ctx.obj
+    ensure_storage(obj.project())
     records = history.runs(Layout(obj.project().warehouse), last)
     if fmt == "json":
         click.echo(json.dumps([json.loads(r.model_dump_json()) for r in records], indent=2))
@@ -366,7 +372,9 @@ def runs_show(obj: Ctx, run_id: str) -> None:
     """Everything recorded about one run (JSON)."""
     from framework import history
     from framework.paths import Layout
+    from framework.session import ensure_storage
 
+    ensure_storage(obj.project())
     click.echo(history.get(Layout(obj.project().warehouse), run_id).model_dump_json(indent=2))
 
 

@@ -21,16 +21,20 @@ err_console = Console(stderr=True, soft_wrap=True)  # errors stay one line per f
 
 
 class Ctx:
-    def __init__(self, project_dir: Path, debug: bool, quiet: bool) -> None:
+    def __init__(self, project_dir: Path, debug: bool, quiet: bool, target: str | None = None) -> None:
         self.project_dir = project_dir
         self.debug = debug
         self.quiet = quiet
+        self.target = target  # --target; None: LAKE_TARGET, else lake.yaml's default_target
         self.console = Console(quiet=quiet)
 
     def project(self):  # type: ignore[no-untyped-def]
         from framework.config import load_project
 
-        return load_project(self.project_dir)
+        project = load_project(self.project_dir, self.target)
+        if project.target and not self.quiet:  # on stderr: stdout may be JSON or CSV
+            err_console.print(f"target: {project.target}", markup=False, highlight=False)
+        return project
 
 
 LOCK_TIMEOUT = click.option(

@@ -1,7 +1,8 @@
 """Column conventions every lake table shares (models, ODS tables, quarantines).
 
 Hudi adds `_hoodie_*` meta columns; lake keeps its bookkeeping in columns starting with `_lake_`
-and in `_deleted` (ODS soft deletes, aggregate groups hidden by HAVING or a `drop` check).
+and in `_deleted` (ODS soft deletes; always false in model tables written since aggregate
+groups hidden by HAVING or a `drop` check moved to `_lake/hidden/`, framework/transform/hidden.py).
 Readers see the visible columns of live rows only. A model row's Hudi record key is `_lake_key`,
 its key values as a JSON array.
 """

@@ -9,13 +9,16 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from framework.errors import ConfigError, ConfigIssue
+from framework.location import Location
 from framework.ods.evolution import normalize
+from framework.quality.parse import parse_checks
+from framework.targets import Request, read_yaml, redact, requested
 from models.config import (
     FIX_SEPARATOR,
     NOT_TIME_TYPES,
@@ -23,7 +26,9 @@ from models.config import (
     LakeConfig,
     OdsFile,
     OdsTable,
+    ScheduleConfig,
 )
+from models.quality import CheckSpec
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -36,11 +41,19 @@ class Project:
     config: LakeConfig
     ods_tables: tuple[OdsTable, ...]
     ods_files: dict[str, str] = field(default_factory=dict)  # ods table name -> declaring file
+    target: str | None = None  # the `targets:` entry applied to lake.yaml (framework/targets.py)
 
     @property
-    def warehouse(self) -> Path:
-        w = Path(self.config.warehouse)
-        return w if w.is_absolute() else (self.root / w)
+    def warehouse(self) -> Location:
+        """The warehouse: a local folder (relative paths from the project root) or a URI."""
+        return Location.parse(self.config.warehouse, self.root)
+
+    @property
+    def local_state(self) -> Path:
+        """Where lake keeps what belongs to this machine, not the warehouse (Spark's logs): under
+        a local warehouse's `_lake/`, else the project's `out/`."""
+        w = self.warehouse
+        return w.local / "_lake" if w.is_local else self.root / "out" / "lake"
 
     def ods_table(self, name: str) -> OdsTable:
         short = name.removeprefix("ods.")
@@ -130,7 +143,7 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
     name = str(loc[-1]) if loc else ""
-    if kind == "lake_check":  # models/quality.py carries its own fix
+    if kind == "lake_check":  # framework/quality/parse.py carries its own fix
         return str(err["ctx"]["fix"])
     if kind == "extra_forbidden":
         allowed = _fields_of(model, loc[:-1])
@@ -153,39 +166,113 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
 
 
 def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[ConfigIssue]]:
-    """Parse one YAML file into `model`, returning issues instead of raising."""
+    """Parse one YAML file into `model` (`${VAR}` expanded), returning issues instead of raising."""
+    found, issues, _ = load_document(path, model, rel)
+    return found, issues
+
+
+def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False,
+                  request: Request | None = None) -> tuple[M | None, list[ConfigIssue], str | None]:
+    """load_model, and with `targets` (lake.yaml) the chosen target applied: its name is returned."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        return None, [ConfigIssue(rel, None, "(file)", f"cannot read: {e.strerror}", "check the path and permissions")]
+        return None, [ConfigIssue(rel, None, "(file)", f"cannot read: {e.strerror}", "check the path and permissions")], None
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        doc = read_yaml(text, rel, targets=targets, request=request)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else None
         problem = getattr(e, "problem", None) or str(e)
-        return None, [ConfigIssue(rel, line, "(yaml)", f"not valid YAML: {problem}", "fix the YAML syntax at that line (indentation, a missing ':' or quote)")]
+        return None, [ConfigIssue(rel, line, "(yaml)", f"not valid YAML: {problem}", "fix the YAML syntax at that line (indentation, a missing ':' or quote)")], None
+    if doc.issues:
+        return None, doc.issues, None
+    data, node = doc.data, doc.node
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")]
+        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")], None
+    data, found = _parsed(data, model, ())
     try:
-        return model.model_validate(data), []
+        return model.model_validate(data), [], doc.target
     except ValidationError as ve:
-        issues = []
+        errors: list[dict[str, Any]] = []
         for err in ve.errors():
-            loc = tuple(err["loc"])
-            # Drop pydantic's discriminator tag from locations such as ('ods','source','files','path').
-            loc = tuple(p for p in loc if p not in ("files", "kafka") or p == loc[-1])
-            target = _key_node(node, loc) if err["type"] in ("extra_forbidden", "lake_check") else _node_at(node, loc)
-            line = target.start_mark.line + 1 if target is not None else None
-            dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
-            problem = err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[0]
-            if err["type"] == "extra_forbidden":
-                problem = "unknown key"
-            issues.append(ConfigIssue(rel, line, dotted or "(root)", problem, _fix_for(dict(err), model)))
-        return None, issues
+            # A value _parsed found wrong was replaced by None: its own errors stand where
+            # pydantic reports the None, so the order of the messages is the fields' order.
+            errors += found.get(tuple(err["loc"]), [dict(err)])
+        return None, [redact(_issue(err, node, rel, model), doc.secrets) for err in errors], None
+
+
+def _issue(err: dict[str, Any], node: yaml.Node | None, rel: str, model: type[BaseModel]) -> ConfigIssue:
+    """One pydantic-style error as file, line, field, problem and fix."""
+    loc = tuple(err["loc"])
+    # Drop pydantic's discriminator tag from locations such as ('ods','source','files','path').
+    loc = tuple(p for p in loc if p not in ("files", "kafka") or p == loc[-1])
+    target = _key_node(node, loc) if err["type"] in ("extra_forbidden", "lake_check") else _node_at(node, loc)
+    line = target.start_mark.line + 1 if target is not None else None
+    dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+    problem = err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[0]
+    if err["type"] == "extra_forbidden":
+        problem = "unknown key"
+    return ConfigIssue(rel, line, dotted or "(root)", problem, _fix_for(err, model))
+
+
+Errors = dict[tuple[int | str, ...], list[dict[str, Any]]]
+
+
+def _parsed(data: object, model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[object, Errors]:
+    """`data` (YAML for `model`) with every `checks:` list parsed into CheckSpecs and every schedule's
+    cron read by the scheduler's parser: the behaviour models/ types leave to the framework.
+
+    A wrong value is replaced by None, for which pydantic reports one error at its location; the
+    returned errors (by location) stand in for that one. Containers are copied, never changed (YAML
+    aliases share them)."""
+    if not isinstance(data, dict):
+        return data, {}
+    out, errors = dict(data), Errors()
+    for name, f in model.model_fields.items():
+        if name not in data:
+            continue
+        value, at = data[name], (*loc, name)
+        args = get_args(f.annotation) if get_origin(f.annotation) is list else ()
+        if args == (CheckSpec,) and isinstance(value, list):
+            specs, issues = parse_checks(value)
+            out[name] = None if issues else specs
+            if issues:
+                errors[at] = [{"type": "lake_check", "loc": (*at, *i.loc), "msg": i.problem, "ctx": {"fix": i.fix}} for i in issues]
+        elif model is ScheduleConfig and name == "cron" and isinstance(value, str):
+            problem = _cron_problem(value)
+            if problem:
+                out[name], errors[at] = None, [{"type": "value_error", "loc": at, "msg": f"Value error, {problem}"}]
+        elif args and _is_model(args[0]) and isinstance(value, list):
+            items = [_parsed(item, args[0], (*at, i)) for i, item in enumerate(value)]
+            out[name] = [item for item, _ in items]
+            errors.update(e for _, found in items for e in found.items())
+        elif isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel):
+            out[name], found = _parsed(value, f.annotation, at)
+            errors.update(found)
+    return out, errors
+
+
+def _is_model(t: object) -> bool:
+    return isinstance(t, type) and issubclass(t, BaseModel)
+
+
+def _cron_problem(v: str) -> str | None:
+    """Why `v` is not a cron expression (problem + FIX_SEPARATOR + fix), or None."""
+    # The scheduler library's own parser; imported here, as APScheduler is needed only for schedules.
+    from framework.cron import cron_trigger
+
+    try:
+        cron_trigger(v, "UTC")
+    except ValueError as e:
+        return (
+            f"{v!r} is not a cron expression: {e}{FIX_SEPARATOR}use minute hour day month "
+            "day-of-week, e.g. '0 2 * * *' for 02:00 daily or '*/15 * * * 1-5' for every 15 min "
+            "on weekdays (a 6th field in front adds seconds)"
+        )
+    return None
 
 
 def _column_issues(rel: str, i: int, t: OdsTable) -> list[ConfigIssue]:
@@ -202,8 +289,9 @@ def _column_issues(rel: str, i: int, t: OdsTable) -> list[ConfigIssue]:
     return out
 
 
-def load_project(root: Path | str) -> Project:
-    """Load and validate a whole project; raise one ConfigError listing every problem."""
+def load_project(root: Path | str, target: str | None = None) -> Project:
+    """Load and validate a whole project; raise one ConfigError listing every problem. `target`:
+    the `targets:` entry to apply (else LAKE_TARGET's, else `default_target:`, else none)."""
     root = Path(root).resolve()
     issues: list[ConfigIssue] = []
     cfg_path = root / "lake.yaml"
@@ -211,7 +299,7 @@ def load_project(root: Path | str) -> Project:
         raise ConfigError(
             [ConfigIssue(str(cfg_path), None, "(file)", "no lake.yaml here", f"run `lake init {root}` or pass --project DIR")]
         )
-    cfg, found = load_model(cfg_path, LakeConfig, "lake.yaml")
+    cfg, found, chosen = load_document(cfg_path, LakeConfig, "lake.yaml", targets=True, request=requested(target))
     issues += found
     tables: list[OdsTable] = []
     files: dict[str, str] = {}
@@ -239,4 +327,4 @@ def load_project(root: Path | str) -> Project:
     if issues:
         raise ConfigError(issues)
     assert cfg is not None
-    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files)
+    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files, target=chosen)

@@ -62,7 +62,7 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
     the models and the selection, already loaded (else from `selectors` and `exclude`)."""
     sel = loaded or selection(project, selectors, exclude)
     g, chosen = sel.graph, sel.chosen
-    with history.recorded(Layout(project.warehouse), "run", args) as rec:
+    with history.recorded(Layout(project.warehouse), "run", args, project.target) as rec:
         try:
             summary = run_ingest(spark, project, run_id=rec.run_id)
         except BatchBlocked as e:

@@ -9,7 +9,8 @@ The failpoints: `after_tombstone_commit` (an ODS table's tombstones are written,
 not), `before_table_commit` / `after_table_commit` (an ODS table's commit),
 `before_offset_commit` (a micro-batch committed in every table and the dead letter, before Spark
 records it), `after_quarantine_write` (rows a `drop` check rejected are written, the table's
-commit is not), `before_bootstrap_commit`, `before_model_commit` / `after_model_commit`,
+commit is not), `before_bootstrap_commit`, `after_hidden_commit` (an aggregate's hidden-groups
+table committed, the model's commit not), `before_model_commit` / `after_model_commit`,
 `after_run_ingest` (`lake run`: ingested, nothing built). A kill inside a Hudi commit is done from
 outside, by watching the table's timeline (tests/integration/test_ods_crash.py)."""
 

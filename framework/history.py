@@ -9,9 +9,9 @@ import socket
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from pathlib import Path
 
 from framework.errors import LakeError
+from framework.location import Location
 from framework.paths import Layout
 from models.records import ModelResult, RunRecord
 
@@ -21,10 +21,10 @@ def new_run_id(now: datetime | None = None) -> str:
     return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
-def new_run(command: str, args: list[str]) -> RunRecord:
+def new_run(command: str, args: list[str], target: str | None = None) -> RunRecord:
     now = datetime.now(timezone.utc)
     return RunRecord(run_id=new_run_id(now), command=command, args=args, started_at=now, pid=os.getpid(),
-                     host=socket.gethostname())
+                     host=socket.gethostname(), target=target)
 
 
 def _alive(pid: int) -> bool:
@@ -46,10 +46,10 @@ def _settle(record: RunRecord) -> RunRecord:
 
 
 @contextlib.contextmanager
-def recorded(layout: Layout, command: str, args: list[str]) -> Iterator[RunRecord]:
+def recorded(layout: Layout, command: str, args: list[str], target: str | None = None) -> Iterator[RunRecord]:
     """A run record for the block, stored whatever happens: first as `running` (a killed process
     leaves that, read back as `crashed`), then `ok`, or `failed` with the error."""
-    rec = new_run(command, args)
+    rec = new_run(command, args, target)
     save(layout, rec)
     try:
         yield rec
@@ -63,31 +63,30 @@ def recorded(layout: Layout, command: str, args: list[str]) -> Iterator[RunRecor
         save(layout, rec)
 
 
-def save(layout: Layout, record: RunRecord) -> Path:
-    layout.runs.mkdir(parents=True, exist_ok=True)
+def save(layout: Layout, record: RunRecord) -> Location:
     path = layout.runs / f"{record.run_id}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(record.model_dump_json(indent=2))
-    os.replace(tmp, path)
+    layout.fs.write_text(path, record.model_dump_json(indent=2))
     return path
 
 
+def _files(layout: Layout) -> list[Location]:
+    return [p for p in layout.fs.children(layout.runs) if p.name.endswith(".json") and not p.name.startswith(".")]
+
+
 def runs(layout: Layout, last: int | None = None) -> list[RunRecord]:
-    if not layout.runs.is_dir():
-        return []
-    files = sorted(layout.runs.glob("*.json"))
+    files = _files(layout)
     if last:
         files = files[-last:]
-    return [_settle(RunRecord.model_validate_json(f.read_text())) for f in files]
+    return [_settle(RunRecord.model_validate_json(layout.fs.read_text(f))) for f in files]
 
 
 def get(layout: Layout, run_id: str) -> RunRecord:
-    matches = sorted(layout.runs.glob(f"{run_id}*.json")) if layout.runs.is_dir() else []
+    matches = [p for p in _files(layout) if p.name.startswith(run_id)]
     if len(matches) != 1:
         known = [r.run_id for r in runs(layout, 5)]
         raise LakeError(f"no single run matches {run_id!r}" + (" (ambiguous)" if matches else ""),
                         fix=f"recent runs: {', '.join(known) or 'none'} (lake runs)")
-    return _settle(RunRecord.model_validate_json(matches[0].read_text()))
+    return _settle(RunRecord.model_validate_json(layout.fs.read_text(matches[0])))
 
 
 def settle_models(rec: RunRecord, results: list[ModelResult], *, list_skipped: bool = False) -> None:

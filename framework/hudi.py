@@ -7,13 +7,17 @@ upstream checkpoints): Hudi writes every write option whose key starts with `_` 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framework.location import Location, as_location
+from framework.storage import storage_for
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from models.catalog import CatalogConfig
 
 META_PREFIX = "_lake_"
 # Commits whose files the cleaner keeps (`hoodie.clean.commits.retained`) unless the project's
@@ -36,30 +40,35 @@ class Instant:
     action: str
 
 
-def table_exists(path: Path) -> bool:
-    return (path / ".hoodie" / "hoodie.properties").exists()
+def table_exists(path: Location | Path) -> bool:
+    where = as_location(path)
+    return storage_for(where).exists(where / ".hoodie" / "hoodie.properties")
 
 
-def table_bytes(path: Path) -> int:
+def table_bytes(path: Location | Path) -> int:
     """Bytes of a table's latest file slices: per file group its newest base file plus the data
     log files written on it (CDC logs and superseded versions the cleaner keeps are not data a
     query reads). A file listing, no Spark job; 0 when the table does not exist."""
+    path = as_location(path)
     if not table_exists(path):
         return 0
     base: dict[str, tuple[str, int]] = {}  # file id -> (instant, bytes)
     logs: dict[tuple[str, str], int] = {}  # (file id, base instant) -> bytes
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for f in filenames:
-            if f.endswith(".parquet") and not f.startswith("."):
-                file_id, _, rest = f.partition("_")
-                instant = rest.rsplit("_", 1)[-1].removesuffix(".parquet")
-                if file_id not in base or instant > base[file_id][0]:
-                    base[file_id] = (instant, os.path.getsize(os.path.join(dirpath, f)))
-            elif f.startswith(".") and ".log." in f and not f.endswith((".cdc", ".crc")):
-                file_id, _, rest = f[1:].partition("_")
-                key = (file_id, rest.split(".log.", 1)[0])
-                logs[key] = logs.get(key, 0) + os.path.getsize(os.path.join(dirpath, f))
+    root = str(path).rstrip("/") + "/"
+    for loc, size in storage_for(path).files(path):
+        folders = str(loc)[len(root):].split("/")[:-1]
+        if any(d.startswith(".") for d in folders):  # .hoodie (timeline, metadata table)
+            continue
+        f = loc.name
+        if f.endswith(".parquet") and not f.startswith("."):
+            file_id, _, rest = f.partition("_")
+            instant = rest.rsplit("_", 1)[-1].removesuffix(".parquet")
+            if file_id not in base or instant > base[file_id][0]:
+                base[file_id] = (instant, size)
+        elif f.startswith(".") and ".log." in f and not f.endswith((".cdc", ".crc")):
+            file_id, _, rest = f[1:].partition("_")
+            key = (file_id, rest.split(".log.", 1)[0])
+            logs[key] = logs.get(key, 0) + size
     return sum(size for _, size in base.values()) + sum(n for (fid, inst), n in logs.items() if fid not in base or inst >= base[fid][0])
 
 
@@ -73,8 +82,11 @@ def write_options(
     cdc: bool = True,
     local: bool = True,
     extra: dict[str, str] | None = None,
+    catalog: CatalogConfig | None = None,
+    sql_name: str | None = None,
 ) -> dict[str, str]:
-    """Options for an upsert into a lake-managed Hudi table."""
+    """Options for an upsert into a lake-managed Hudi table; with a Hive `catalog`, the commit
+    also registers the table as `sql_name` (`<database>.<table>`) in the metastore."""
     par = "2" if local else "200"
     opts = {
         "hoodie.table.name": name,
@@ -106,8 +118,35 @@ def write_options(
         "hoodie.keep.max.commits": "80",
     }
     opts.update(_layout_options(key, ordering, partition, table_type))
+    if catalog is not None and catalog.kind == "hive":
+        if not sql_name:
+            raise ValueError(f"the Hudi table {name} is written with a Hive catalog but without its SQL name")
+        opts.update(hive_sync_options(catalog, sql_name, partition))
     opts.update(extra or {})
     return opts
+
+
+def hive_sync_options(catalog: CatalogConfig, sql_name: str, partition: str | None) -> dict[str, str]:
+    """Hudi's Hive sync in HMS mode: after each commit the writer creates or alters the table
+    `sql_name` in the metastore (new columns, new partitions), as an external table whose
+    properties make Spark read it through Hudi and Trino/Presto/Hive through Hudi's input format.
+    A merge-on-read table is registered twice, Hudi's convention: `<t>_rt` (snapshot) and `<t>_ro`
+    (read-optimized: compacted data only)."""
+    database, _, table = sql_name.partition(".")
+    return {
+        "hoodie.datasource.hive_sync.enable": "true",
+        "hoodie.datasource.hive_sync.mode": "hms",
+        "hoodie.datasource.hive_sync.metastore.uris": catalog.uri or "",
+        "hoodie.datasource.hive_sync.database": database,
+        "hoodie.datasource.hive_sync.table": table,
+        "hoodie.datasource.hive_sync.partition_fields": partition or "",
+        "hoodie.datasource.hive_sync.partition_extractor_class": (
+            "org.apache.hudi.hive.MultiPartKeysValueExtractor" if partition else "org.apache.hudi.hive.NonPartitionedExtractor"
+        ),
+        # TIMESTAMP columns, not their bigint microseconds, for engines that read the Hive schema.
+        "hoodie.datasource.hive_sync.support_timestamp": "true",
+        "hoodie.datasource.hive_sync.auto_create_database": "true",
+    }
 
 
 def _layout_options(key: list[str], ordering: str | None, partition: str | None, table_type: str) -> dict[str, str]:
@@ -145,7 +184,7 @@ def clean_retained(extra: dict[str, str] | None) -> int:
     return CLEAN_RETAINED
 
 
-def write(df: DataFrame, path: Path, options: dict[str, str], commit_meta: dict[str, str]) -> None:
+def write(df: DataFrame, path: Location | Path, options: dict[str, str], commit_meta: dict[str, str]) -> None:
     """Upsert `df` into the table at `path`, recording `commit_meta` in the same commit."""
     opts = dict(options)
     for k, v in commit_meta.items():
@@ -153,13 +192,13 @@ def write(df: DataFrame, path: Path, options: dict[str, str], commit_meta: dict[
     df.write.format("hudi").options(**opts).mode("append").save(str(path))
 
 
-def _meta_client(spark: SparkSession, path: Path) -> Any:
+def _meta_client(spark: SparkSession, path: Location | Path) -> Any:
     jvm: Any = spark._jvm
     conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConf(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
     return jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(str(path)).build()
 
 
-def completed_instants(spark: SparkSession, path: Path) -> list[Instant]:
+def completed_instants(spark: SparkSession, path: Location | Path) -> list[Instant]:
     """Completed data commits of a table, oldest first (by completion time)."""
     if not table_exists(path):
         return []
@@ -168,7 +207,7 @@ def completed_instants(spark: SparkSession, path: Path) -> list[Instant]:
     return sorted(out, key=lambda i: i.completed)
 
 
-def earliest_retained(spark: SparkSession, path: Path) -> str | None:
+def earliest_retained(spark: SparkSession, path: Location | Path) -> str | None:
     """The earliest commit (requested time) the table's latest completed clean kept the files
     of, or None (never cleaned, or a clean policy that records none). Files written by older
     commits may be gone: a change read whose range holds such a commit fails."""
@@ -191,7 +230,7 @@ class Timeline:
     last_meta: dict[str, str]  # lake extra metadata of the latest completed commit
 
 
-def timeline(spark: SparkSession, path: Path) -> Timeline:
+def timeline(spark: SparkSession, path: Location | Path) -> Timeline:
     """Completed commits, the cleaner's earliest retained commit and the latest commit's lake
     metadata, in one read of the timeline; empty when the table does not exist."""
     if not table_exists(path):
@@ -211,7 +250,7 @@ def timeline(spark: SparkSession, path: Path) -> Timeline:
     return Timeline(instants, str(kept) if kept else None, meta)
 
 
-def last_commit_metadata(spark: SparkSession, path: Path, key_filter: str = META_PREFIX) -> tuple[Instant | None, dict[str, str]]:
+def last_commit_metadata(spark: SparkSession, path: Location | Path, key_filter: str = META_PREFIX) -> tuple[Instant | None, dict[str, str]]:
     """The latest completed commit and its lake extra metadata (keys without the prefix)."""
     if not table_exists(path):
         return None, {}
@@ -226,7 +265,7 @@ def last_commit_metadata(spark: SparkSession, path: Path, key_filter: str = META
     return Instant(inst.requestedTime(), inst.getCompletionTime(), inst.getAction()), lake
 
 
-def cdc_logged(spark: SparkSession, path: Path, begin: str, end: str) -> bool:
+def cdc_logged(spark: SparkSession, path: Location | Path, begin: str, end: str) -> bool:
     """Every change in (begin, end] (completion times) is in a CDC log file, so the CDC query reads
     only those logs and its images are Hudi's own Avro JSON. False when any commit in the range
     created a file group (pure inserts: Hudi infers their images from the new base file) or is
@@ -246,7 +285,7 @@ def cdc_logged(spark: SparkSession, path: Path, begin: str, end: str) -> bool:
     return True
 
 
-def record_key(spark: SparkSession, path: Path) -> list[str]:
+def record_key(spark: SparkSession, path: Location | Path) -> list[str]:
     """The record key fields the table was created with (hoodie.properties); [] if none."""
     if not table_exists(path):
         return []
@@ -254,7 +293,15 @@ def record_key(spark: SparkSession, path: Path) -> list[str]:
     return [str(f) for f in fields.get()] if fields.isPresent() else []
 
 
-def commit_metadata(spark: SparkSession, path: Path) -> list[tuple[Instant, dict[str, str]]]:
+def partition_fields(spark: SparkSession, path: Location | Path) -> list[str]:
+    """The partition fields the table was created with (hoodie.properties); [] if none."""
+    if not table_exists(path):
+        return []
+    fields = _meta_client(spark, path).getTableConfig().getPartitionFields()
+    return [str(f) for f in fields.get()] if fields.isPresent() else []
+
+
+def commit_metadata(spark: SparkSession, path: Location | Path) -> list[tuple[Instant, dict[str, str]]]:
     """Every completed commit with its lake extra metadata, oldest first."""
     if not table_exists(path):
         return []
@@ -269,6 +316,6 @@ def commit_metadata(spark: SparkSession, path: Path) -> list[tuple[Instant, dict
     return sorted(out, key=lambda p: p[0].completed)
 
 
-def read(spark: SparkSession, path: Path) -> DataFrame:
+def read(spark: SparkSession, path: Location | Path) -> DataFrame:
     """Snapshot read of a table."""
     return spark.read.format("hudi").load(str(path))

@@ -50,6 +50,8 @@ SPARK_PROVIDED = (
     "com.github.luben:*",
     "com.google.code.findbugs:*",
 )
+# s3a://: hadoop-aws of pyspark 3.5's Hadoop (3.3.4) and the AWS SDK bundle it was built with.
+HADOOP_AWS = ("org.apache.hadoop:hadoop-aws:3.3.4", "com.amazonaws:aws-java-sdk-bundle:1.12.262")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -159,6 +161,11 @@ def kafka_connector_jars() -> list[Path]:
     return ensure_artifacts(f"spark-kafka-{version}", SPARK_KAFKA_CONNECTOR, SPARK_PROVIDED)
 
 
+def s3_jars() -> list[Path]:
+    """Jars Spark needs for s3a:// (hadoop-aws and its AWS SDK bundle, 268 MiB)."""
+    return [ensure_jar(c) for c in HADOOP_AWS]
+
+
 def java_executable() -> str:
     """Path of `java` ($JAVA_HOME/bin first, then PATH); EnvironmentProblem when there is none."""
     java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if os.environ.get("JAVA_HOME") else shutil.which("java")
@@ -177,5 +184,5 @@ def ensure_java() -> None:
 
 if __name__ == "__main__":  # used by `make install`
     print(ensure_jar(HUDI_BUNDLE))
-    for jar in [*kafka_connector_jars(), *kafka_broker_classpath()]:
+    for jar in [*kafka_connector_jars(), *kafka_broker_classpath(), *s3_jars()]:
         print(jar)

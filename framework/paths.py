@@ -1,64 +1,78 @@
-"""Where things live in a warehouse."""
+"""Where things live in a warehouse (a local folder or a Hadoop URI such as s3a://bucket/wh)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from framework.errors import LakeError
+from framework.location import Location
+from framework.storage import Storage, storage_for
 from models.config import _IDENT
 
 
 class Layout:
     """Paths of a warehouse: one Hudi table per folder under the layer name."""
 
-    def __init__(self, warehouse: Path) -> None:
-        self.root = warehouse
+    def __init__(self, warehouse: Location | Path) -> None:
+        self.root = warehouse if isinstance(warehouse, Location) else Location.parse(warehouse)
 
-    def table(self, qualified: str) -> Path:
+    @property
+    def fs(self) -> Storage:
+        """The warehouse's file operations (Hadoop's FileSystem unless it is on the local disk)."""
+        return storage_for(self.root)
+
+    def table(self, qualified: str) -> Location:
         layer, name = _parts(qualified)
         return self.root / layer / name
 
     @property
-    def lake(self) -> Path:
+    def lake(self) -> Location:
         return self.root / "_lake"
 
     @property
-    def dead_letter(self) -> Path:
+    def dead_letter(self) -> Location:
         return self.lake / "dead_letter"
 
-    def checkpoint(self, name: str) -> Path:
+    def checkpoint(self, name: str) -> Location:
         return self.lake / "checkpoints" / name
 
+    def hidden(self, qualified: str) -> Location:
+        """The hidden-groups Hudi table of an aggregate model, `_lake/hidden/<layer>_<name>`: the
+        groups HAVING or a `drop` check hides, with their state (framework/transform/hidden.py)."""
+        return self.lake / "hidden" / "_".join(_parts(qualified))
+
     @property
-    def locks(self) -> Path:
+    def locks(self) -> Location:
         return self.lake / "locks"
 
     @property
-    def runs(self) -> Path:
+    def runs(self) -> Location:
         return self.lake / "runs"
 
-    def quality(self, run_id: str) -> Path:
+    def quality(self, run_id: str) -> Location:
         """Validation results of one run: one `<model>.json` per model or ODS table."""
         return self.lake / "quality" / run_id
 
-    def tombstones(self, qualified: str) -> Path:
+    def tombstones(self, qualified: str) -> Location:
         """The tombstone Hudi table of an ODS table (`_lake/tombstones/<layer>_<name>`): the keys it
         deleted and the source position of each delete (framework/ods/tombstones.py)."""
         return self.lake / "tombstones" / "_".join(_parts(qualified))
 
     @property
-    def quarantine_root(self) -> Path:
+    def quarantine_root(self) -> Location:
         return self.root / "_quarantine"
 
-    def quarantine(self, qualified: str) -> Path:
+    def quarantine(self, qualified: str) -> Location:
         """The quarantine Hudi table of a model or ODS table: `_quarantine/<layer>_<name>`."""
         return self.quarantine_root / "_".join(_parts(qualified))
 
-    def layer_tables(self, layer: str) -> list[Path]:
-        d = self.root / layer
-        if not d.is_dir():
-            return []
-        return sorted(p for p in d.iterdir() if (p / ".hoodie" / "hoodie.properties").exists())
+    def layer_tables(self, layer: str) -> list[Location]:
+        return self.tables_under(self.root / layer)
+
+    def tables_under(self, folder: Location) -> list[Location]:
+        """The Hudi tables directly under `folder`."""
+        fs = self.fs
+        return [p for p in fs.children(folder) if fs.exists(p / ".hoodie" / "hoodie.properties")]
 
 
 def _parts(qualified: str) -> tuple[str, str]:

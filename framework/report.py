@@ -190,7 +190,8 @@ def print_runs(console: Console, records: list[Any]) -> None:
             summary = ", ".join(f"{n} {k}" for k, n in sorted(modes.items()))
         else:
             summary = (r.error or "")[:80]
-        t.add_row(Text(r.run_id), Text(r.command), Text(r.status), r.started_at.strftime("%Y-%m-%d %H:%M:%S"), secs, Text(summary))
+        command = f"{r.command} ({r.target})" if getattr(r, "target", None) else r.command  # lake.yaml's target
+        t.add_row(Text(r.run_id), Text(command), Text(r.status), r.started_at.strftime("%Y-%m-%d %H:%M:%S"), secs, Text(summary))
     console.print(t)
 
 

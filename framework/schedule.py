@@ -87,14 +87,16 @@ class SubprocessSteps:
     and the running build can finish. The commands of a `run` stop at the first failure.
     """
 
-    def __init__(self, project_dir: Path, say: Say) -> None:
+    def __init__(self, project_dir: Path, say: Say, target: str | None = None) -> None:
         self.project_dir = project_dir
         self.say = say
+        self.target = target  # the scheduler's target: its children run with it, whatever their environment
         self._running: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
 
     def argv(self, args: list[str]) -> list[str]:
-        return [sys.executable, "-m", "framework.cli", "--project", str(self.project_dir), *args]
+        target = ["--target", self.target] if self.target else []
+        return [sys.executable, "-m", "framework.cli", "--project", str(self.project_dir), *target, *args]
 
     def __call__(self, s: ScheduleConfig) -> int:
         for args in lake_commands(s):

@@ -13,7 +13,9 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from models.base import StrictModel
-from models.quality import CheckList
+from models.catalog import CATALOG_CONFS, CatalogConfig, check_sync_options
+from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_lock_service
+from models.quality import CheckSpec
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spark SQL types accepted in `columns:` of a table YAML (schema-less events).
@@ -29,10 +31,6 @@ ORDERING_TYPES = frozenset({"timestamp", "date", "tinyint", "smallint", "int", "
 NOT_TIME_TYPES = frozenset({"binary"})
 
 
-# A validator's ValueError text "problem" + FIX_SEPARATOR + "fix" is reported as problem and fix.
-FIX_SEPARATOR = "\nfix: "
-
-
 class SparkConfig(StrictModel):
     master: str = "local[*]"
     conf: dict[str, str] = Field(default_factory=dict)
@@ -44,12 +42,23 @@ class SparkConfig(StrictModel):
             return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
         return v
 
+    @field_validator("conf")
+    @classmethod
+    def _catalog_elsewhere(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in CATALOG_CONFS:
+            if k in v:
+                raise ValueError(
+                    f"{k} is decided by `catalog:`{FIX_SEPARATOR}remove it from spark.conf; for a Hive metastore set "
+                    "`catalog: {kind: hive, uri: thrift://host:9083}` in lake.yaml"
+                )
+        return v
+
 
 class FileSourceConfig(StrictModel):
     """A directory of CDC files: one Kafka message value (a Debezium envelope) per line."""
 
     kind: Literal["files"] = "files"
-    path: str = "cdc"
+    path: str = "cdc"  # a folder (relative to the project) or a URI: s3a://bucket/cdc
     format: Literal["debezium-json"] = "debezium-json"
     glob: str = "*"
     max_files_per_trigger: int | None = Field(default=None, ge=1)
@@ -59,6 +68,11 @@ class FileSourceConfig(StrictModel):
     max_file_age: str = "3650d"
     # A line longer than this goes to the dead letter (its first KiB and its size) unprocessed.
     max_line_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        return check_location(v, "cdc or s3a://bucket/cdc")
 
     @field_validator("max_file_age")
     @classmethod
@@ -165,16 +179,8 @@ class ScheduleConfig(StrictModel):
     @field_validator("cron")
     @classmethod
     def _cron(cls, v: str) -> str:
-        from framework.cron import cron_trigger  # the scheduler library's own parser
-
-        try:
-            cron_trigger(v, "UTC")
-        except ValueError as e:
-            raise ValueError(
-                f"{v!r} is not a cron expression: {e}{FIX_SEPARATOR}use minute hour day month "
-                "day-of-week, e.g. '0 2 * * *' for 02:00 daily or '*/15 * * * 1-5' for every 15 min "
-                "on weekdays (a 6th field in front adds seconds)"
-            ) from e
+        # Whether it is a cron expression the scheduler reads is framework/config.py's check, made
+        # with the scheduler library's own parser before this type is validated.
         return " ".join(v.split())
 
     @field_validator("timezone")
@@ -213,13 +219,21 @@ class LakeConfig(StrictModel):
     """`lake.yaml`."""
 
     name: str
+    # A local folder (relative to the project) or a Hadoop file system URI: s3a://bucket/wh, hdfs://nn/wh.
     warehouse: str = "warehouse"
+    locks: LockSettings = Field(default_factory=LockSettings)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     ods: OdsSettings = Field(default_factory=OdsSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
+    catalog: CatalogConfig = Field(default_factory=CatalogConfig)
     # Extra Hudi write options applied to every table this project writes (after ours).
     hudi: dict[str, str] = Field(default_factory=dict)
     schedules: list[ScheduleConfig] = Field(default_factory=list)
+
+    @field_validator("hudi")
+    @classmethod
+    def _sync_by_catalog(cls, v: dict[str, str]) -> dict[str, str]:
+        return check_sync_options(v)
 
     @field_validator("schedules")
     @classmethod
@@ -229,6 +243,16 @@ class LakeConfig(StrictModel):
         if dup:
             raise ValueError(f"schedule name {dup[0]!r} is used twice{FIX_SEPARATOR}give each schedule its own name")
         return v
+
+    @field_validator("warehouse")
+    @classmethod
+    def _warehouse(cls, v: str) -> str:
+        return check_location(v, "warehouse or s3a://bucket/warehouse")
+
+    @model_validator(mode="after")
+    def _lock_service(self) -> LakeConfig:
+        check_lock_service(self.warehouse, self.locks)
+        return self
 
     @field_validator("name")
     @classmethod
@@ -277,8 +301,9 @@ class OdsTable(StrictModel):
     # Column types for events without a `schema` block, e.g. {price: "decimal(10,2)"}.
     columns: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
-    # Quality checks on the rows each micro-batch writes (see models/quality.py).
-    checks: CheckList = Field(default_factory=list)
+    # Quality checks on the rows each micro-batch writes (see models/quality.py; parsed from
+    # their YAML forms by framework/quality/parse.py).
+    checks: list[CheckSpec] = Field(default_factory=list)
 
     @field_validator("source")
     @classmethod
@@ -366,8 +391,8 @@ class ModelConfig(StrictModel):
     tags: list[str] = Field(default_factory=list)
     description: str | None = None
     # Quality checks (Great Expectations names and arguments, shorthands, custom SQL); see
-    # models/quality.py. Evaluated by the quality gate before the Hudi commit.
-    checks: CheckList = Field(default_factory=list)
+    # models/quality.py and framework/quality/parse.py. Evaluated by the quality gate before the Hudi commit.
+    checks: list[CheckSpec] = Field(default_factory=list)
 
     @field_validator("depends_on")
     @classmethod

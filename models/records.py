@@ -140,6 +140,7 @@ class RunRecord(BaseModel):
     error: str | None = None
     pid: int | None = None
     host: str | None = None
+    target: str | None = None  # the lake.yaml `targets:` entry the run used (--target / LAKE_TARGET)
     ingest: IngestSummary | None = None
     models: list[ModelResult] = Field(default_factory=list)
     freshness: dict[str, Freshness] = Field(default_factory=dict)  # per model built by `lake run`

@@ -1,4 +1,4 @@
-"""Shared fixtures: one SparkSession (with the Hudi bundle) and one Kafka broker per test session."""
+"""Shared fixtures: one SparkSession (with the Hudi bundle), one Kafka broker and one Hive metastore per test session."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 
 if TYPE_CHECKING:
     from framework.demo.broker import KafkaBroker
+    from framework.demo.metastore import HiveMetastore
+    from tests.s3_fixture import S3Server
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures"
@@ -43,6 +45,23 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     from tests.kafka_fixture import running_broker
 
     yield from running_broker(tmp_path_factory.mktemp("kafka"))
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-compatible server (moto) on loopback, with AWS credentials in the environment."""
+    from tests.s3_fixture import running_s3
+
+    yield from running_s3(tmp_path_factory.mktemp("s3"))
+
+
+@pytest.fixture(scope="session")
+def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMetastore]:
+    """A real Hive metastore (Thrift, Derby) on loopback; `.uri`. Stopped after the session."""
+    from framework.demo.metastore import HiveMetastore
+
+    with HiveMetastore(tmp_path_factory.mktemp("hive-metastore")) as hms:
+        yield hms
 
 
 @pytest.fixture

@@ -19,12 +19,13 @@ from models.records import LockHolder, RunRecord
 def locked(project: Project, names: list[str], timeout: float, argv: Sequence[str],
            on_stale: Callable[[str, LockHolder], None] | None = None) -> contextlib.AbstractContextManager[Any]:
     """Hold the project locks of the tables (and checkpoint) a command writes (framework/lock.py)."""
-    return hold(Layout(project.warehouse).locks, names, command=shlex.join(["lake", *argv]), timeout=timeout, on_stale=on_stale)
+    return hold(Layout(project.warehouse).locks, names, command=shlex.join(["lake", *argv]), timeout=timeout, on_stale=on_stale,
+                settings=project.config.locks, spark_conf=project.config.spark.conf)
 
 
 def recorded(project: Project, command: str, argv: Sequence[str]) -> contextlib.AbstractContextManager[RunRecord]:
     """A run record for the block, stored whatever happens (run history)."""
-    return history.recorded(Layout(project.warehouse), command, list(argv))
+    return history.recorded(Layout(project.warehouse), command, list(argv), project.target)
 
 
 def parse_seconds(text: str) -> int:

@@ -13,6 +13,9 @@ from framework.transform.runner import Selection, plan
 
 def run_plan(*, project: Project, selection: Selection, incremental: bool) -> list[tuple[ModelPlan, dict[str, int]]]:
     """Each selected model's plan and its upstreams' changed rows, in build order."""
+    from framework.session import ensure_storage
+
+    ensure_storage(project)  # a remote warehouse: its timelines are read through Spark anyway
     layout = Layout(project.warehouse)
     tables = {u for n in selection.chosen for u in selection.models[n].upstreams} | set(selection.chosen)
     spark = None

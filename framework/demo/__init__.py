@@ -1,6 +1,7 @@
 """The demo and test infrastructure: simulated Debezium sources (`cdc`, `seed`, `simulator`), a
 real single-node Kafka broker (`broker`) and `lake demo` itself (`run`, `project`). Nothing in
-the core imports it except `lake init`, whose sample CDC comes from here.
+the core imports it; only the CLI's `lake demo` and `lake init` (whose sample CDC comes from
+here) do (tests/unit/test_architecture.py).
 
 The package's own namespace is the simulator's API (pure Python, no Spark)."""
 

@@ -44,7 +44,7 @@ def prepared(project: Project, console: Console, fresh: bool, lock_timeout: floa
     with _locked(demo, demo, console, lock_timeout):
         if fresh:
             _clear(_cdc_dir(demo), console)
-            _clear(demo.warehouse, console)
+            _clear(demo.warehouse.local, console)
         yield demo
 
 
@@ -74,7 +74,8 @@ def demo_project(project: Project, console: Console, fresh: bool) -> Project:
     _ours(root / "cdc")
     _ours(root / "warehouse")
     demo = load_project(root)
-    if demo.warehouse.resolve() != (root / "warehouse").resolve() or _cdc_dir(demo).resolve() != (root / "cdc").resolve():
+    if (not demo.warehouse.is_local or demo.warehouse.local != (root / "warehouse").resolve()
+            or _cdc_dir(demo).resolve() != (root / "cdc").resolve()):
         raise LakeError(f"{root / 'lake.yaml'} points `warehouse:` or `ods.source` outside {root}; the demo writes only inside its own folder",
                         fix="rerun with --fresh, which rewrites that lake.yaml")
     return demo
@@ -212,6 +213,10 @@ def _cdc_dir(project: Project) -> Path:
             f"the demo writes CDC files, but ods.source.kind is {src.kind!r}",
             fix="run the demo in a project whose lake.yaml has `ods: {source: {kind: files, path: cdc}}`",
         )
-    return resolve_source_path(project, src.path)
+    where = resolve_source_path(project, src.path)
+    if not where.is_local:
+        raise LakeError(f"the demo writes CDC files on this machine, not to {where}",
+                        fix="rerun with --fresh, which rewrites the demo's lake.yaml")
+    return where.local
 
 

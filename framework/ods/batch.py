@@ -20,7 +20,6 @@ crash) skips the tables that already committed it, so a rerun leaves the same ta
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
@@ -29,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from framework import hudi
 from framework.config import Project
 from framework.errors import IngestFailed, QualityGateError
+from framework.location import Location
 from framework.ods.commit import DEAD_LETTER_KEY, commit_table, write_dead_letter
 from framework.ods.context import BatchContext, HighWater, TableState
 from framework.ods.discover import auto_create, resolve_keys
@@ -171,6 +171,5 @@ class OdsBatchWriter:
             )
 
 
-def resolve_source_path(project: Project, path: str) -> Path:
-    p = Path(path)
-    return p if p.is_absolute() else project.root / p
+def resolve_source_path(project: Project, path: str) -> Location:
+    return Location.parse(path, project.root)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from framework.location import Location
 from framework.ods.envelope import (
     Decoder,
     SchemaBlockError,
@@ -37,7 +37,7 @@ class Columns:
     rejected: dict[str, str] = field(default_factory=dict)
 
 
-def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: dict[str, str], path: Path) -> Columns:
+def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: dict[str, str], path: Location) -> Columns:
     """The columns of table `t` (now `current`, stored at `path`) after the batch whose summary
     rows for `t` are `rows`."""
     out = Columns(dict(current))

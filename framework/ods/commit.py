@@ -53,6 +53,8 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
         table_type=t.type,
         local=ctx.local,
         extra=ctx.project.config.hudi,
+        catalog=ctx.project.config.catalog,
+        sql_name=t.qualified_name,
     )
     # Tombstones first: a crash before the table's commit leaves tombstones its rerun tolerates
     # (framework/ods/tombstones.py); the other order would lose them.
@@ -97,11 +99,13 @@ def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFram
         F.lit(batch_id).cast("bigint").alias("batch_id"),
         F.current_timestamp().alias("dead_at"),
     )
-    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=ctx.local, extra=ctx.project.config.hudi)
+    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=ctx.local, extra=ctx.project.config.hudi,
+                              catalog=ctx.project.config.catalog, sql_name="_lake.dead_letter")
     pausepoint("before_dead_letter_lock")
     try:
         with hold(ctx.layout.locks, [table_lock("_lake.dead_letter")], timeout=DEAD_LETTER_WAIT_SECONDS,
-                  command=f"lake ingest (dead letter of micro-batch {batch_id})"):
+                  command=f"lake ingest (dead letter of micro-batch {batch_id})",
+                  settings=ctx.project.config.locks, spark_conf=ctx.project.config.spark.conf):
             if any(meta.get("ods_stream") == ctx.stream_id and int(meta.get("ods_batch", "-1")) >= batch_id
                    for _inst, meta in hudi.commit_metadata(ctx.spark, path)):
                 return

@@ -17,7 +17,6 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Protocol
 
 from pyspark import StorageLevel
@@ -28,9 +27,11 @@ from pyspark.sql import functions as F
 from framework.config import Project
 from framework.errors import EnvironmentProblem, IngestFailed, LakeError
 from framework.faults import failpoint
+from framework.location import Location
 from framework.ods.batch import OdsBatchWriter, resolve_source_path
 from framework.paths import Layout
 from framework.quality.ods_gate import BatchBlocked
+from framework.storage import storage_for
 from models.config import FileSourceConfig
 from models.records import BatchResult, IngestSummary
 
@@ -73,15 +74,23 @@ class FileSource:
         self._cached: DataFrame | None = None
 
     def check(self) -> None:
-        if not self.path.exists():
+        if not self.path.is_local:
+            if not storage_for(self.path).is_dir(self.path):
+                raise EnvironmentProblem(
+                    f"the CDC location {self.path} does not exist or is not a folder",
+                    fix="put Debezium JSON files under it, or set ods.source.path in lake.yaml",
+                )
+            return
+        local = self.path.local
+        if not local.exists():
             raise EnvironmentProblem(
-                f"the CDC directory {self.path} does not exist",
+                f"the CDC directory {local} does not exist",
                 fix="create it and put Debezium JSON files in it, or set ods.source.path in lake.yaml",
             )
-        if not self.path.is_dir() or not os.access(self.path, os.R_OK | os.X_OK):
+        if not local.is_dir() or not os.access(local, os.R_OK | os.X_OK):
             raise EnvironmentProblem(
-                f"the CDC path {self.path} is not a readable directory",
-                fix=f"check its permissions (chmod +rx {self.path}) or point ods.source.path at a directory",
+                f"the CDC path {local} is not a readable directory",
+                fix=f"check its permissions (chmod +rx {local}) or point ods.source.path at a directory",
             )
 
     def stream(self, spark: SparkSession) -> DataFrame:
@@ -168,7 +177,7 @@ def make_source(project: Project) -> Source:
 STREAM_CHECKPOINT = "stream"  # Spark's checkpoint, beside lake_stream_id
 
 
-def stream_id(checkpoint: Path) -> str:
+def stream_id(checkpoint: Location) -> str:
     """The id of a streaming checkpoint: kept while Spark's checkpoint has a batch, new when not.
 
     Spark numbers micro-batches from 0 again when `<checkpoint>/stream/offsets` holds no batch
@@ -177,15 +186,13 @@ def stream_id(checkpoint: Path) -> str:
     Spark writes `offsets/<n>` before it runs batch n, so a crash during batch 0 keeps the id and
     its replay is recognised.
     """
-    checkpoint.mkdir(parents=True, exist_ok=True)
+    fs = storage_for(checkpoint)
     f = checkpoint / "lake_stream_id"
     offsets = checkpoint / STREAM_CHECKPOINT / "offsets"
-    started = offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())  # not .crc/.tmp
-    if not f.exists() or not started:
-        tmp = checkpoint / f".lake_stream_id.{os.getpid()}"
-        tmp.write_text(uuid.uuid4().hex)
-        os.replace(tmp, f)
-    return f.read_text().strip()
+    started = any(p.name.isdigit() for p in fs.children(offsets))  # not .crc/.tmp
+    if not started or not fs.exists(f):
+        fs.write_text(f, uuid.uuid4().hex)
+    return fs.read_text(f).strip()
 
 
 def checkpoint_name(tables: list[str] | None) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import reduce
-from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
@@ -20,6 +19,7 @@ from pyspark.sql import functions as F
 
 from framework import hudi
 from framework.columns import live
+from framework.location import Location
 from framework.ods import decode as D
 from framework.ods import tombstones
 from framework.ods.columns import Columns, resolve_columns
@@ -112,7 +112,7 @@ def _reject_versions(p: Prepared, mine: DataFrame, rows: list[Any], cols: Column
     return mine.where(~version.isin(list(cols.rejected)))
 
 
-def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Path, missing: int,
+def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Location, missing: int,
                truncate_at: str | None, started_at: datetime, batch_id: int, *, migrate: bool) -> DataFrame:
     """The rows to write: data columns, `_seq` and lake's columns. A truncate turns every row and
     event before its position into a delete carrying the truncate's position, so the rows (and
@@ -146,7 +146,7 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
     return out
 
 
-def _wiped(ctx: BatchContext, path: Path, target: dict[str, str], width: int, truncate_at: str, started_at: datetime, batch_id: int) -> DataFrame:
+def _wiped(ctx: BatchContext, path: Location, target: dict[str, str], width: int, truncate_at: str, started_at: datetime, batch_id: int) -> DataFrame:
     """Deletes of the table's live rows whose position is before the truncate's."""
     stored = hudi.read(ctx.spark, path)
     existing = stored.where(live(stored))
@@ -234,7 +234,7 @@ def _decoded(target: dict[str, str], versions: dict[str, dict[str, Decoder]], ba
     return [F.struct(*data_cols).alias("_row"), F.when(bad.isNotNull(), bad).otherwise(unreadable).alias("_bad")]
 
 
-def ordering_prefix(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Path | None, missing: int) -> tuple[DataFrame, Column, int]:
+def ordering_prefix(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Location | None, missing: int) -> tuple[DataFrame, Column, int]:
     """The `_seq` prefix of the configured ordering columns and its width (and `good`, joined to
     what the prefix needs).
 

@@ -6,7 +6,8 @@ model's visible columns only; the drop split applies to the full rows (aggregate
 hidden `_lake_*` state). A row a `drop` check rejects is not visible in the model's table: its
 key is treated like a key the query no longer returns (deleted if it was there), so an
 incremental build leaves the same table as a full rebuild. Aggregate rows are hidden instead
-(`_deleted`, as HAVING does), keeping the group's state for the next incremental build.
+(`_deleted`, as HAVING does): the commit moves the group, with its state for the next incremental
+build, out of the model's table into its hidden-groups table (framework/transform/hidden.py).
 """
 
 from __future__ import annotations
@@ -97,11 +98,13 @@ class ModelGate:
     def _drop(self, model: str, out: DataFrame, key: list[str], rejected: DataFrame, result: GateResult) -> DataFrame:
         """Quarantine the rows `drop` checks rejected and take them out of `out`."""
         bad = rejected.withColumn("_lake_key", lake_key(key))
-        result.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi)
+        result.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi,
+                                                 catalog=self.project.config.catalog)
         if not any(c.startswith("_lake_") and c != "_lake_key" for c in out.columns):
             return out.join(bad.select("_lake_key"), "_lake_key", "left_anti")
         # An aggregate's row carries its group's running state, which the next incremental
-        # build adds to: hide the row as HAVING does (`_deleted`) instead of losing the state.
+        # build adds to: hide the row as HAVING does (`_deleted`) instead of losing the state;
+        # the commit keeps hidden groups out of the model's table (framework/transform/hidden.py).
         hidden = bad.select("_lake_key", F.lit(True).alias("_lake_dropped")).dropDuplicates(["_lake_key"])
         flagged = out.join(hidden, "_lake_key", "left")
         return flagged.withColumn("_deleted", F.col("_deleted") | F.coalesce(F.col("_lake_dropped"), F.lit(False))).drop("_lake_dropped").select(*out.columns)

@@ -94,6 +94,7 @@ def check_table(spark: SparkSession, project: Project, t: OdsTable, out: DataFra
         return gate
     if outcome.quarantined is not None:
         local = project.config.spark.master.startswith("local")
-        gate.result.quarantined = quarantine.write(layout, t.qualified_name, outcome.quarantined, "_source", local=local, extra=project.config.hudi)
+        gate.result.quarantined = quarantine.write(layout, t.qualified_name, outcome.quarantined, "_source", local=local, extra=project.config.hudi,
+                                                      catalog=project.config.catalog)
         gate.rows = out.join(outcome.quarantined.select("_source"), "_source", "left_anti")
     return gate

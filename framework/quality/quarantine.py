@@ -19,8 +19,11 @@ from models.records import CheckOutcome
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from models.catalog import CatalogConfig
 
-def write(layout: Layout, model: str, rows: DataFrame, identity: str, *, local: bool, extra: dict[str, str]) -> int:
+
+def write(layout: Layout, model: str, rows: DataFrame, identity: str, *, local: bool, extra: dict[str, str],
+          catalog: CatalogConfig | None = None) -> int:
     """Upsert quarantined `rows` (already tagged by the gate) into the model's quarantine table;
     `identity` is the column naming a row within a run (`_lake_key`, or an ODS event's `_source`).
     Returns the number of rows written (0 writes nothing)."""
@@ -30,7 +33,8 @@ def write(layout: Layout, model: str, rows: DataFrame, identity: str, *, local: 
         if n == 0:
             return 0
         opts = hudi.write_options(name=f"quarantine_{model.replace('.', '_')}", key=[RUN_ID, identity], ordering=None,
-                                  partition=None, cdc=False, local=local, extra=extra)
+                                  partition=None, cdc=False, local=local, extra=extra,
+                                  catalog=catalog, sql_name=f"_quarantine.{model.replace('.', '_')}")
         hudi.write(rows, layout.quarantine(model), opts, {"model": model})
         failpoint("after_quarantine_write")
         return n

@@ -23,6 +23,7 @@ from framework.held import Held, is_held
 from framework.paths import Layout
 from framework.quality.checks import GateResult
 from framework.quality.model_gate import ModelGate
+from framework.transform import hidden
 from framework.transform.loader import Model
 from framework.transform.plan import ModelPlan
 from framework.transform.reader import TableReader
@@ -84,18 +85,24 @@ class Committer:
         try:
             # Into an existing table, the rows are used twice or more (upserts, the anti-join that
             # finds the deletes, the diff): keep them rather than evaluate the model's query again.
-            if exists or declared:
+            if exists or declared or gone is not None:  # (an aggregate's rows split in two below)
                 out = held(out)
             if declared:
                 _reject_duplicate_keys(m, key, out)
             # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
             # are deleted below like any key the query no longer returns.
             out, gate = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
+            hidden_rows = None
+            if "_lake_rows" in out.columns:
+                # Groups HAVING or a `drop` check hides go to the hidden-groups table (hidden.py);
+                # not returned here, the diff deletes them from the model's table if there.
+                hidden_rows, out = out.where("_deleted"), out.where("NOT _deleted")
             deletes = None
             if exists:
                 out, deletes = self._diff(m, out, scope, scope_col, gone)
             final = out if deletes is None and is_held(out) else held(out if deletes is None else out.unionByName(deletes))
-            written, deleted = self._commit(p, a, final, exists)
+            moved = None if hidden_rows is None else (hidden_rows, scope, gone)
+            written, deleted = self._commit(p, a, final, exists, moved)
             return Written(written, deleted, gate)
         finally:
             held.release()
@@ -119,20 +126,32 @@ class Committer:
                                   F.lit(True).alias("_hoodie_is_deleted"))
         return (_changed_rows(out, full_target) if scope is None else out), deletes
 
-    def _commit(self, p: ModelPlan, a: Analysis, final: DataFrame, exists: bool) -> tuple[int, int]:
+    def _commit(self, p: ModelPlan, a: Analysis, final: DataFrame, exists: bool,
+                moved: tuple[DataFrame, DataFrame | None, DataFrame | None] | None) -> tuple[int, int]:
+        """Commit `final` with the checkpoint; an aggregate's hidden groups (`moved`: the rows,
+        the scope and the emptied groups) commit first into their table, and the model's commit
+        records which instant of it goes with the model's rows (hidden.py)."""
         m = p.model
         counts = {r["_hoodie_is_deleted"]: r["count"] for r in final.groupBy("_hoodie_is_deleted").count().collect()}
         written, deleted = counts.get(False, 0), counts.get(True, 0)
-        if written + deleted == 0 and exists and ((p.mode != "full" and not self._lagging(p)) or self._recorded(p)):
+        meta = {"ckpt": json.dumps(dict(p.end), sort_keys=True), "fingerprint": m.fingerprint, "strategy": a.strategy, "mode": p.mode}
+        if moved is not None:
+            opts = hudi.write_options(name=m.name.replace(".", "_") + "_hidden", key=["_lake_key"], ordering=None, partition=None,
+                                      cdc=False, local=self.local, extra=self.project.config.hudi)
+            meta[hidden.META] = hidden.write(self.spark, self.layout, m.name, *moved, p.hidden, opts)
+            failpoint("after_hidden_commit")
+        same_hidden = meta.get(hidden.META) == p.hidden
+        if written + deleted == 0 and exists and same_hidden and ((p.mode != "full" and not self._lagging(p)) or self._recorded(p)):
             return 0, 0
         # (A full rebuild that changes no row still commits, empty, when the table's commit
         # records another fingerprint or checkpoint: else every later build would be full.
-        # So does a build that changes no row once its checkpoint lags far: see _lagging.)
+        # So does a build that changes no row once its checkpoint lags far: see _lagging; and one
+        # whose hidden groups changed, to record their table's new instant.)
         opts = hudi.write_options(name=m.name.replace(".", "_"), key=["_lake_key"], ordering=None, partition=m.config.partition_by,
-                                  table_type="cow", local=self.local, extra=self.project.config.hudi)
+                                  table_type="cow", local=self.local, extra=self.project.config.hudi,
+                                  catalog=self.project.config.catalog, sql_name=m.name)
         if not exists:
             opts["hoodie.datasource.write.operation"] = "insert"
-        meta = {"ckpt": json.dumps(dict(p.end), sort_keys=True), "fingerprint": m.fingerprint, "strategy": a.strategy, "mode": p.mode}
         failpoint("before_model_commit")
         hudi.write(final, self.layout.table(m.name), opts, meta)
         failpoint("after_model_commit")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import sqlglot
@@ -22,8 +21,10 @@ from sqlglot.errors import SqlglotError
 from sqlglot.lineage import Node, lineage
 from sqlglot.optimizer.qualify import qualify
 
+from framework import hudi
 from framework.config import Project
 from framework.errors import LakeError
+from framework.location import Location
 from framework.paths import Layout
 from framework.transform.loader import Model
 
@@ -273,8 +274,12 @@ def output_columns(sql: str, schema: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(c.lower() for c in tree.named_selects)
 
 
-def warehouse_columns(table_dir: Path) -> tuple[str, ...] | None:
-    """Visible columns of a Hudi table from the footer of its newest Parquet base file."""
+def warehouse_columns(where: Location) -> tuple[str, ...] | None:
+    """Visible columns of a Hudi table from the footer of its newest Parquet base file (a table
+    off the local disk: from its schema in the running Spark session, unknown without one)."""
+    if not where.is_local:
+        return _remote_columns(where)
+    table_dir = where.local
     if not (table_dir / ".hoodie").is_dir():
         return None
     files = [p for p in table_dir.rglob("*.parquet") if ".hoodie" not in p.parts]
@@ -284,6 +289,17 @@ def warehouse_columns(table_dir: Path) -> tuple[str, ...] | None:
 
     newest = max(files, key=lambda p: p.stat().st_mtime)
     names = pq.read_schema(newest).names
+    return tuple(n.lower() for n in names if not n.startswith(_HIDDEN_PREFIXES) and n not in _HIDDEN)
+
+
+def _remote_columns(where: Location) -> tuple[str, ...] | None:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    sc = SparkContext._active_spark_context
+    if sc is None or not hudi.table_exists(where):
+        return None
+    names = SparkSession(sc).read.format("hudi").load(str(where)).schema.names
     return tuple(n.lower() for n in names if not n.startswith(_HIDDEN_PREFIXES) and n not in _HIDDEN)
 
 

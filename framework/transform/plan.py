@@ -10,7 +10,7 @@ upstreams it has just built (their new commits are part of what that model reads
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from framework.hudi import Instant
@@ -35,6 +35,7 @@ class TargetState:
 
     checkpoint: Mapping[str, str] | None = None  # upstream -> completion time consumed
     fingerprint: str | None = None
+    hidden: str | None = None  # the hidden-groups table instant it goes with (framework/transform/hidden.py); None: not recorded
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class ModelPlan:
     end: Mapping[str, str]  # upstream -> completion time to read as of
     begin: Mapping[str, str] = field(default_factory=dict)  # upstream -> checkpoint completion time
     pending: Mapping[str, int] = field(default_factory=dict)  # upstream -> commits since the checkpoint
+    hidden: str | None = None  # TargetState.hidden: the hidden groups an aggregate's table goes with
 
 
 class PlanError(ValueError):
@@ -81,6 +83,10 @@ def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incrementa
 def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:
     """The mode of one model and why: full (asked for, or the checkpoint cannot serve), noop
     (nothing new upstream), recompute (small upstreams, or the `full` strategy) or incremental."""
+    return replace(_plan_model(m, a, state, incremental, limits), hidden=state.targets.get(m.name, TargetState()).hidden)
+
+
+def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:
     end: dict[str, str] = {}
     for u in m.upstreams:
         up = state.upstreams.get(u)
@@ -95,6 +101,9 @@ def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: B
         return ModelPlan(m, a, "full", "no checkpoint: first build", end)
     if target.fingerprint != m.fingerprint:
         return ModelPlan(m, a, "full", f"the model changed (fingerprint {target.fingerprint} → {m.fingerprint})", end)
+    if a.strategy == "aggregate" and target.hidden is None:
+        return ModelPlan(m, a, "full", "its table was written before hidden groups moved out of it (to _lake/hidden/): "
+                                       "a full build moves them", end)
     pending: dict[str, int] = {}
     for u in m.upstreams:
         c = ckpt.get(u)

@@ -21,7 +21,6 @@ Otherwise:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -29,6 +28,7 @@ from pyspark.sql import types as T
 
 from framework import hudi
 from framework.columns import live, visible_columns
+from framework.location import Location
 from framework.ods.decode import decimal_from_bytes
 from framework.paths import Layout
 
@@ -47,12 +47,13 @@ class TableReader:
         self.spark = spark
         self.layout = layout
 
-    def path(self, name: str) -> Path:
+    def path(self, name: str) -> Location:
         return self.layout.table(name)
 
     def is_mor(self, name: str) -> bool:
         props = self.path(name) / ".hoodie" / "hoodie.properties"
-        return "MERGE_ON_READ" in props.read_text() if props.exists() else False
+        fs = self.layout.fs
+        return "MERGE_ON_READ" in fs.read_text(props) if fs.exists(props) else False
 
     def latest(self, name: str) -> hudi.Instant | None:
         inst = hudi.completed_instants(self.spark, self.path(name))

@@ -27,6 +27,7 @@ from framework.transform.plan import (
     BuildLimits,
     ModelPlan,
     PlanError,
+    State,
     make_plan,
     needs_sizes,
     plan_model,
@@ -131,18 +132,24 @@ def plan(spark: SparkSession | None, project: Project, selectors: list[str], exc
     chosen = loaded or selection(project, selectors, exclude)
     models = chosen.models
     order = serving_first(chosen.graph, models, list(chosen.chosen))
-    layout = Layout(project.warehouse)
-    analyses = Analyses(models, ods_keys(spark, project, layout))
     limits = BuildLimits(project.config.build.recompute_below_mib)
-    ups = [u for n in order for u in models[n].upstreams]
     sized = [u for n in order if needs_sizes(models[n], limits) for u in models[n].upstreams]
-    state = read_state(spark, layout, ups, order, sized)
+    analyses, state = _planning_inputs(spark, project, models, order, sized)
     try:
         plans = make_plan([(models[n], analyses.of(models[n])) for n in order], state, incremental, limits)
     except PlanError as e:
         raise LakeError(str(e), fix=e.fix) from e
-    reader = TableReader(spark, layout) if spark is not None else None
+    reader = TableReader(spark, Layout(project.warehouse)) if spark is not None else None
     return [(p, _changed_rows(reader, p) if reader and p.mode in ("incremental", "recompute") else {}) for p in plans]
+
+
+def _planning_inputs(spark: SparkSession | None, project: Project, models: dict[str, Model], names: Sequence[str],
+                     sized: Sequence[str] = ()) -> tuple[Analyses, State]:
+    """What planning `names` reads: every model's analysis (with the ODS tables' keys) and one read
+    of the state of their tables and their upstreams' (`sized`: upstreams whose size counts)."""
+    layout = Layout(project.warehouse)
+    analyses = Analyses(models, ods_keys(spark, project, layout))
+    return analyses, read_state(spark, layout, [u for n in names for u in models[n].upstreams], names, sized)
 
 
 def _changed_rows(reader: TableReader, p: ModelPlan) -> dict[str, int]:
@@ -155,9 +162,7 @@ def behind(spark: SparkSession, project: Project, chosen: Selection, names: Sequ
     behind its upstreams (a run killed between its ingest and its builds), a changed model, no
     table yet. One read of their tables' state; models whose upstreams have no data are left out."""
     models = chosen.models
-    layout = Layout(project.warehouse)
-    analyses = Analyses(models, ods_keys(spark, project, layout))
-    state = read_state(spark, layout, [u for n in names for u in models[n].upstreams], names)
+    analyses, state = _planning_inputs(spark, project, models, names)
     limits = BuildLimits(0)
     out = []
     for n in names:

@@ -33,7 +33,7 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
     for name in dict.fromkeys(targets):
         meta = _timeline(spark, layout, name).last_meta
         ckpt = json.loads(meta["ckpt"]) if "ckpt" in meta else None
-        tgts[name] = TargetState(ckpt, meta.get("fingerprint") if ckpt is not None else None)
+        tgts[name] = TargetState(ckpt, meta.get("fingerprint") if ckpt is not None else None, meta.get("hidden") if ckpt is not None else None)
     return State(ups, tgts)
 
 

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from framework import hudi
+from framework.location import Location
 from framework.paths import Layout
 from framework.transform.reader import TableReader
 
@@ -39,7 +40,7 @@ def _row(i: int, v: int, deleted: bool = False) -> tuple:
             dt.date(2024, 2, i), i / (v + 3), v % 2 == 0, f"n{i}-{v} 'q\" é" if v else None, bytes([i, v, 0, 255]), v, deleted)
 
 
-def _write(spark: Any, path: Path, rows: list[tuple], extra: dict[str, str] | None = None, hard_delete: list[int] | None = None) -> str:
+def _write(spark: Any, path: Location, rows: list[tuple], extra: dict[str, str] | None = None, hard_delete: list[int] | None = None) -> str:
     opts = hudi.write_options(name="t", key=["id"], ordering=None, partition=None, extra=extra)
     df = spark.createDataFrame(rows, SCHEMA).withColumn("_hoodie_is_deleted", F.lit(False))
     if hard_delete:

@@ -105,3 +105,25 @@ def test_init_scaffold_ingests(tmp_path: Path) -> None:
     assert summary["status"] == "ok" and summary["batches"][0]["dead_letter"] == 0
     r = lake(root, "sql", "select count(*) as n from ods.customers", "--format", "json")
     assert json.loads(r.stdout)[0]["n"] > 0
+
+
+def test_target_picks_the_warehouse_without_spark(tmp_path: Path) -> None:
+    """`--target` and LAKE_TARGET choose lake.yaml's target: `lake runs` (no JVM) reads the run
+    history of the target's warehouse, and a wrong name fails before anything runs."""
+    from framework import history
+    from framework.paths import Layout
+
+    LakeProject(tmp_path, "tables:\n  - {source: shop.prices, key: [id]}\n",
+                "targets:\n  dev:\n    warehouse: ${DEV_ROOT:-dev-wh}\n    spark: {conf: {spark.sql.shuffle.partitions: '1'}}\n")
+    rec = history.new_run("build", ["build"], "dev").model_copy(update={"status": "ok"})
+    history.save(Layout(tmp_path / "dev-wh"), rec)  # what a build under --target dev leaves
+    r = lake(tmp_path, "--target", "dev", "runs", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert [(x["run_id"], x["target"]) for x in json.loads(r.stdout)] == [(rec.run_id, "dev")]
+    assert "target: dev" in r.stderr
+    assert json.loads(lake(tmp_path, "runs", "--format", "json").stdout) == []  # the top level's warehouse
+    r = lake(tmp_path, "runs", env={"LAKE_TARGET": "dev", "COLUMNS": "200"})
+    assert rec.run_id in r.stdout and "build (dev)" in r.stdout
+    r = lake(tmp_path, "--target", "dve", "dag")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "lake.yaml:5: targets: no target named 'dve' (asked for by --target)" in r.stderr and "did you mean dev?" in r.stderr

@@ -201,7 +201,7 @@ def test_min_max_holders_decide_the_recompute(tmp_path: Path, spark: Any, monkey
     old = hudi.read(spark, path).drop("_lake_c0", "_lake_c1")
     old = old.select(*[c for c in old.columns if not c.startswith("_hoodie_")]).toPandas()
     _inst, meta = hudi.last_commit_metadata(spark, path)
-    shutil.rmtree(path)
+    shutil.rmtree(path.local)
     opts = hudi.write_options(name="dws_score_range", key=["_lake_key"], ordering=None, partition=None)
     hudi.write(spark.createDataFrame(old).withColumn("_hoodie_is_deleted", F.lit(False)), path, opts, meta)
     assert round_(user("c", 8, None, ("bj", 2), 17)) == "incremental"  # a new minimum; the maximum not retracted

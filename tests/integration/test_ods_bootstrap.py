@@ -43,7 +43,7 @@ def test_duplicate_keys_without_ordering_are_refused(tmp_path: Path, spark: Any)
     text = str(e.value)
     assert "has 2 key(s) of ods.users (id) on more than one row, e.g. id=1; id=3" in text
     assert "declare `ordering:`" in text
-    assert not (lp.layout.table("ods.users") / ".hoodie").exists()
+    assert not (lp.layout.table("ods.users") / ".hoodie").local.exists()
 
 
 def test_duplicate_keys_tied_on_ordering_are_refused(tmp_path: Path, spark: Any) -> None:
@@ -53,4 +53,4 @@ def test_duplicate_keys_tied_on_ordering_are_refused(tmp_path: Path, spark: Any)
     with pytest.raises(LakeError) as e:
         run_bootstrap(spark, lp.project, lp.project.ods_table("ods.users"), _dump(tmp_path, DUMP + "3,2,c-other\n"), position=None)
     assert "has 1 key(s) of ods.users (id) on several rows with the same greatest ordering (version), e.g. id=3" in str(e.value)
-    assert not (lp.layout.table("ods.users") / ".hoodie").exists()
+    assert not (lp.layout.table("ods.users") / ".hoodie").local.exists()

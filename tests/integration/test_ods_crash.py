@@ -153,7 +153,7 @@ def test_kill_after_the_last_table_commit_before_the_offset_commit(tmp_path_fact
     clean, lp = _pair(tmp_path_factory, spark, files)
     _killed(lp, "ingest", "--once", failpoint="before_offset_commit:1")
     # Where it landed: batch 0 in every table's last commit and the dead letter, not in Spark's commit log.
-    stream = lp.layout.checkpoint("ods") / "stream"
+    stream = (lp.layout.checkpoint("ods") / "stream").local
     assert (stream / "offsets" / "0").exists() and not (stream / "commits" / "0").exists()
     paths = [lp.layout.table(f"ods.{t}") for t in ("users", "orders", "items")] + [lp.layout.dead_letter]
     assert [hudi.last_commit_metadata(spark, p)[1]["ods_batch"] for p in paths] == ["0"] * 4

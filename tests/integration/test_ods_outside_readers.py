@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from framework import hudi
+from framework.location import Location
 from tests.helpers import LakeProject, envelope
 
 TABLES = """
@@ -65,7 +66,7 @@ def final_state(batches: list[list[dict[str, Any]]]) -> dict[str, set[tuple]]:
             for t, rows in state.items()}
 
 
-def read_by_path(path: Path) -> set[tuple]:
+def read_by_path(path: Location | Path) -> set[tuple]:
     """The table's rows as hudi-rs reads them (data columns other than the partition source)."""
     import pyarrow as pa
     from hudi import HudiTableBuilder

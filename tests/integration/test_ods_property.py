@@ -68,7 +68,7 @@ def test_ods_equals_source_final_state(spark: Any, scenario: tuple[list[list[dic
         lp.ingest(spark)
         want_a = sorted((r["id"], r["v"]) for r in state["db.a"].values())
         want_b = sorted((r["k1"], r["k2"], r["v"]) for r in state["db.b"].values())
-        got_a = sorted((r["id"], r["v"]) for r in lp.rows(spark, "a", ["id", "v"])) if (lp.layout.table("ods.a") / ".hoodie").exists() else []
-        got_b = sorted((r["k1"], r["k2"], r["v"]) for r in lp.rows(spark, "b", ["k1", "k2", "v"])) if (lp.layout.table("ods.b") / ".hoodie").exists() else []
+        got_a = sorted((r["id"], r["v"]) for r in lp.rows(spark, "a", ["id", "v"])) if (lp.layout.table("ods.a") / ".hoodie").local.exists() else []
+        got_b = sorted((r["k1"], r["k2"], r["v"]) for r in lp.rows(spark, "b", ["k1", "k2", "v"])) if (lp.layout.table("ods.b") / ".hoodie").local.exists() else []
         assert got_a == want_a
         assert got_b == want_b

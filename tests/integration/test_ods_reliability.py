@@ -236,8 +236,8 @@ def test_dead_letter_ratio_counts_decode_failures_per_table(tmp_path: Path, spar
     # 2 of 13 events are bad for the batch (15 %), but 2 of 3 for ods.users (67 %).
     with pytest.raises(IngestFailed, match=r"ods.users.*2 of 3 events are bad"):
         lp.ingest(spark)
-    assert not (lp.layout.table("ods.items") / ".hoodie").exists()
-    assert not (lp.layout.table("ods.users") / ".hoodie").exists()
+    assert not (lp.layout.table("ods.items") / ".hoodie").local.exists()
+    assert not (lp.layout.table("ods.users") / ".hoodie").local.exists()
 
 
 def _on(server: int | None, e: dict[str, Any], gtid: str | None = None) -> dict[str, Any]:

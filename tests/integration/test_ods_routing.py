@@ -39,7 +39,7 @@ def test_auto_create_sanitizes_names_and_dead_letters_what_it_cannot_name(tmp_pa
     assert lp.rows(spark, "it_s_odd", ["id"]) == [{"id": 2}]
     assert lp.rows(spark, hashed[0], ["id"]) == [{"id": 3}]
     assert lp.rows(spark, "users", ["id"]) == [{"id": 6}]
-    assert not lp.layout.table("ods.other_users").exists()
+    assert not lp.layout.table("ods.other_users").local.exists()
     dead = {d["loc"]: d["reason"] for d in lp.dead_letters(spark)}
     assert dead == {
         "cdc/odd.json:4": "table shop.my.table is not declared in layers/ods/",

@@ -52,7 +52,7 @@ def test_routing_deletes_reinsert_and_late_replay(tmp_path: Path, spark: Any) ->
     assert sorted((r.id, r.amount, r.year_month) for r in orders) == [(10, 6, "2024-03"), (11, 7, "2024-02")]
     # The partition move left no copy behind in the old partition, deleted or not.
     assert lp.raw(spark, "orders").where("id = 10").count() == 1
-    assert (lp.layout.table("ods.orders") / "year_month=2024-03").is_dir()
+    assert (lp.layout.table("ods.orders") / "year_month=2024-03").local.is_dir()
     # Deleted keys are gone from the table (Hudi deletes); the tombstone keeps the delete's
     # position, which dropped the replayed inserts of users 2 and items A.
     assert lp.raw(spark, "items").where("sku = 'A'").count() == 0
@@ -148,7 +148,7 @@ def test_max_dead_letter_ratio_blocks_the_batch(tmp_path: Path, spark: Any) -> N
     lp.write_cdc(["{oops", "{oops", envelope("c", "shop.users", None, {"id": 1}, pos=1)])
     with pytest.raises(IngestFailed, match="max_dead_letter_ratio"):
         lp.ingest(spark)
-    assert not (lp.layout.table("ods.users") / ".hoodie").exists()
+    assert not (lp.layout.table("ods.users") / ".hoodie").local.exists()
     # Raise the ratio: the same batch is retried, nothing was lost.
     (lp.root / "lake.yaml").write_text("name: t\nwarehouse: warehouse\nspark: {master: 'local[2]'}\nods:\n  max_dead_letter_ratio: 0.9\n")
     lp.ingest(spark)
@@ -179,7 +179,7 @@ def test_tables_filter_uses_its_own_checkpoint(tmp_path: Path, spark: Any) -> No
     lp = LakeProject(tmp_path, SHOP)
     lp.write_cdc([envelope("c", "shop.users", None, {"id": 1}, pos=1), envelope("c", "shop.orders", None, {"id": 5, "created": "2024-01-01T00:00:00Z"}, pos=2)])
     lp.ingest(spark, tables=["ods.users"])
-    assert not (lp.layout.table("ods.orders") / ".hoodie").exists()
+    assert not (lp.layout.table("ods.orders") / ".hoodie").local.exists()
     lp.ingest(spark)  # the full job has its own checkpoint: nothing is lost for orders
     assert lp.rows(spark, "orders", ["id"]) == [{"id": 5}]
     assert lp.rows(spark, "users", ["id"]) == [{"id": 1}]

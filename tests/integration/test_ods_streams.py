@@ -29,7 +29,7 @@ def test_deleting_the_streaming_checkpoint_does_not_skip_new_events(tmp_path: Pa
     lp = LakeProject(tmp_path, USERS)
     lp.write_cdc([envelope("c", "shop.users", None, {"id": 1, "v": "a"}, pos=10)])
     lp.ingest(spark)
-    ckpt = lp.layout.checkpoint(checkpoint_name(None))
+    ckpt = lp.layout.checkpoint(checkpoint_name(None)).local
     shutil.rmtree(ckpt / "stream")  # Spark starts over: batch ids from 0 again
     lp.write_cdc([envelope("c", "shop.users", None, {"id": 2, "v": "b"}, pos=20),
                   envelope("u", "shop.users", None, {"id": 1, "v": "A"}, pos=30)])
@@ -47,7 +47,7 @@ def test_a_crash_in_batch_0_keeps_the_stream_id(tmp_path: Path, spark: Any) -> N
     proc = _lake(tmp_path, "ingest", "--once", env={"LAKE_FAILPOINT": "after_table_commit:1"})
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == -signal.SIGKILL, out
-    id_file = lp.layout.checkpoint(checkpoint_name(None)) / "lake_stream_id"
+    id_file = (lp.layout.checkpoint(checkpoint_name(None)) / "lake_stream_id").local
     before = id_file.read_text()
     s = lp.ingest(spark)
     assert id_file.read_text() == before

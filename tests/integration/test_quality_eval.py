@@ -11,8 +11,9 @@ import pytest
 from framework.paths import Layout
 from framework.quality import store
 from framework.quality.checks import FAILED_CHECKS, MODEL, RUN_ID, evaluate
+from framework.quality.parse import parse_checks
 from framework.quality.report import write_report
-from models.quality import CheckSpec, parse_checks
+from models.quality import CheckSpec
 
 pytestmark = pytest.mark.spark
 

@@ -35,8 +35,8 @@ def _runtime_imports(tree: ast.Module, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in known]
             found.update(subs or ([node.module] if node.module in known else []))
-        for child in ast.iter_child_nodes(node):
-            visit(child)
+        for sub in ast.iter_child_nodes(node):
+            visit(sub)
 
     visit(tree)
     return found
@@ -82,3 +82,50 @@ def test_modules_and_functions_stay_small() -> None:
                 if n > MAX_FUNCTION_LINES:
                     big.append(f"{name}.{node.name}: {n} lines")
     assert not big, big
+
+
+# models/ holds pydantic types only; what they need beyond the standard library is pydantic.
+MODELS_MAY_IMPORT = frozenset({"__future__", "pydantic", "pydantic_core", "models"})
+
+
+def test_models_hold_only_types_importing_no_framework_or_heavy_libraries() -> None:
+    """Every import in models/, at any depth and under `if TYPE_CHECKING:` too: behaviour that needs
+    framework/, Great Expectations, Spark or the scheduler lives in framework/ (issue 17)."""
+    import sys
+
+    bad = []
+    for name, (_p, tree) in _modules().items():
+        if not name.startswith("models"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [node.module or ""] if node.level == 0 else []
+            else:
+                continue
+            for t in targets:
+                top = t.split(".")[0]
+                if top not in MODELS_MAY_IMPORT and top not in sys.stdlib_module_names:
+                    bad.append(f"{name}:{node.lineno} imports {t}")
+    assert not bad, bad
+
+
+def test_only_the_cli_imports_the_demo_package() -> None:
+    """framework/demo/ (simulator, seed tables, Kafka broker, `lake demo`) is test and demo
+    infrastructure: the core never imports it, at any depth; the CLI's `lake demo` and `lake init`
+    (its sample CDC) are the one door (issue 17)."""
+    bad = []
+    for name, (_p, tree) in _modules().items():
+        if name.startswith("framework.demo") or name == "framework.cli":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            if any(t == "framework.demo" or t.startswith("framework.demo.") for t in targets):
+                bad.append(f"{name}:{node.lineno}")
+    assert not bad, bad

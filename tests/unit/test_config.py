@@ -32,7 +32,7 @@ def test_valid_project_loads(tmp_path: Path) -> None:
     assert t.qualified_name == "ods.user"
     assert t.partition_by is not None and t.partition_by.derived_name == "year_month"
     assert p.config.ods.source.kind == "files"
-    assert p.warehouse == root / "warehouse"
+    assert p.warehouse.local == root / "warehouse"
 
 
 def test_unknown_key_names_line_and_suggests(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def test_demo_runs_in_its_own_folder_and_fresh_removes_only_what_it_created(tmp_
     console, out = _console()
     with prepared(project, console, fresh=True, lock_timeout=0) as demo:
         assert demo.root == tmp_path / "out" / "demo"
-        assert demo.warehouse == demo.root / "warehouse"
+        assert demo.warehouse.local == demo.root / "warehouse"
         # The seed declarations and the models built from them only; not the user's own table.
         assert {t.source for t in demo.ods_tables} == {"test_db.user", "test_db.product", "test_db.user_order", "salesdb.CUSTOMER",
                                                         "salesdb.CUSTOMER_SITE", "salesdb.SALES_ORDER_ALL"}

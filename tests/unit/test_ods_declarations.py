@@ -100,8 +100,8 @@ def test_layout_refuses_names_that_leave_the_warehouse(tmp_path: Path) -> None:
     from framework.paths import Layout
 
     layout = Layout(tmp_path / "wh")
-    assert layout.table("ods.users") == tmp_path / "wh" / "ods" / "users"
-    assert layout.quarantine("dwd.x") == tmp_path / "wh" / "_quarantine" / "dwd_x"
+    assert layout.table("ods.users").local == tmp_path / "wh" / "ods" / "users"
+    assert layout.quarantine("dwd.x").local == tmp_path / "wh" / "_quarantine" / "dwd_x"
     for bad in ("ods./tmp/escaped", "ods.../x", "../ods.x", "ods.a.b", "ods.it's", "ods.", "users", "ods.2x"):
         with pytest.raises(LakeError, match="not <layer>.<name>"):
             layout.table(bad)

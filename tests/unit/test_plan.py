@@ -38,8 +38,9 @@ def commits(*times: str) -> tuple[Instant, ...]:
     return tuple(Instant(str(int(t) - 1), t, "commit") for t in times)
 
 
-def state(instants: tuple[Instant, ...], ckpt: str | None = None, fingerprint: str = "fp1", retained: str | None = None, size: int = 0) -> State:
-    target = TargetState({"ods.user": ckpt}, fingerprint) if ckpt else TargetState()
+def state(instants: tuple[Instant, ...], ckpt: str | None = None, fingerprint: str = "fp1", retained: str | None = None, size: int = 0,
+          hidden: str | None = "-") -> State:
+    target = TargetState({"ods.user": ckpt}, fingerprint, hidden) if ckpt else TargetState()
     return State({"ods.user": UpstreamState(instants, retained, size)}, {"dws.user_agg": target})
 
 
@@ -66,6 +67,18 @@ def test_nothing_new_is_a_noop() -> None:
 def test_pending_commits_run_the_strategy() -> None:
     p = plan_model(model(), AGG, state(commits("10", "20", "30"), ckpt="10"), incremental=True, limits=LIMITS)
     assert (p.mode, p.reason, dict(p.pending)) == ("incremental", AGG.reason, {"ods.user": 2})
+
+
+def test_aggregate_table_with_hidden_rows_in_it_rebuilds_once() -> None:
+    """A commit without `hidden` metadata was written before hidden groups moved to their own
+    table: its hidden groups are `_deleted` rows of the model's table, which outside readers
+    see. A full build moves them; other strategies never kept hidden rows."""
+    old = plan_model(model(), AGG, state(commits("10", "20"), ckpt="10", hidden=None), incremental=True, limits=LIMITS)
+    assert old.mode == "full" and "a full build moves them" in old.reason
+    assert plan_model(model(), FULL, state(commits("10", "20"), ckpt="10", hidden=None), incremental=True, limits=LIMITS).mode == "recompute"
+    p = plan_model(model(), AGG, state(commits("10", "20"), ckpt="10", hidden="15"), incremental=True, limits=LIMITS)
+    assert (p.mode, p.hidden) == ("incremental", "15")
+    assert plan_model(model(), AGG, state(commits("10", "20"), ckpt="10", hidden="15"), incremental=False, limits=LIMITS).hidden == "15"
 
 
 def test_checkpoint_archived_or_rebuilt() -> None:

@@ -9,8 +9,9 @@ import pytest
 
 from framework.config import load_model, load_project
 from framework.errors import ConfigError, ConfigIssue
+from framework.quality.parse import DROPPABLE, gx_query, parse_checks
 from models.config import ModelConfig
-from models.quality import DROPPABLE, CheckSpec, gx_query, parse_checks
+from models.quality import CheckSpec
 
 
 def _model(tmp_path: Path, text: str) -> tuple[ModelConfig | None, list[ConfigIssue]]:

@@ -9,13 +9,16 @@ import pytest
 import yaml
 
 from framework.config import load_project
+from framework.demo.seed import inventory_sample
 from framework.errors import LakeError
 from framework.scaffold import scaffold
+
+SAMPLE = inventory_sample()
 
 
 def test_scaffolded_project_loads(tmp_path: Path) -> None:
     root = tmp_path / "my-lake"
-    created = scaffold(root, None)
+    created = scaffold(root, None, cdc_sample=SAMPLE)
     rel = {str(p.relative_to(root)) for p in created}
     assert rel == {
         "lake.yaml",
@@ -36,7 +39,7 @@ def test_scaffolded_project_loads(tmp_path: Path) -> None:
 
 
 def test_lake_yaml_has_exactly_the_documented_keys(tmp_path: Path) -> None:
-    scaffold(tmp_path, "shop")
+    scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
     data = yaml.safe_load((tmp_path / "lake.yaml").read_text())
     assert data == {
         "name": "shop",
@@ -47,7 +50,7 @@ def test_lake_yaml_has_exactly_the_documented_keys(tmp_path: Path) -> None:
 
 
 def test_every_table_key_is_explained(tmp_path: Path) -> None:
-    scaffold(tmp_path, "shop")
+    scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
     text = (tmp_path / "layers" / "ods" / "inventory.yaml").read_text()
     for key in ("source", "name", "key", "ordering", "partition_by", "type", "columns"):
         assert f"{key}:" in text
@@ -55,7 +58,7 @@ def test_every_table_key_is_explained(tmp_path: Path) -> None:
 
 
 def test_sample_cdc_is_debezium_with_schema(tmp_path: Path) -> None:
-    scaffold(tmp_path, "shop")
+    scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
     lines = (tmp_path / "cdc" / "0001-customers.json").read_text().splitlines()
     assert 6 <= len(lines) <= 8
     events = [json.loads(line) for line in lines]
@@ -64,10 +67,10 @@ def test_sample_cdc_is_debezium_with_schema(tmp_path: Path) -> None:
 
 
 def test_second_scaffold_refuses(tmp_path: Path) -> None:
-    scaffold(tmp_path, "shop")
+    scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
     before = (tmp_path / "lake.yaml").read_text()
     with pytest.raises(LakeError, match="already contains lake.yaml") as info:
-        scaffold(tmp_path, "other")
+        scaffold(tmp_path, "other", cdc_sample=SAMPLE)
     assert info.value.fix
     assert (tmp_path / "lake.yaml").read_text() == before
 
@@ -76,14 +79,14 @@ def test_refuses_to_overwrite_other_files_and_bad_names(tmp_path: Path) -> None:
     (tmp_path / "cdc").mkdir()
     (tmp_path / "cdc" / "0001-customers.json").write_text("mine\n")
     with pytest.raises(LakeError, match="overwrite"):
-        scaffold(tmp_path, "shop")
+        scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
     assert not (tmp_path / "lake.yaml").exists()
     with pytest.raises(LakeError, match="not valid"):
-        scaffold(tmp_path / "x", "9lives")
+        scaffold(tmp_path / "x", "9lives", cdc_sample=SAMPLE)
 
 
 def test_existing_gitignore_is_extended_not_replaced(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("*.pyc")
-    scaffold(tmp_path, "shop")
+    scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
     assert (tmp_path / ".gitignore").read_text().splitlines()[0] == "*.pyc"
     assert "warehouse/" in (tmp_path / ".gitignore").read_text().split()

@@ -6,7 +6,8 @@ non-NULL values, `_lake_m<i>` the MIN/MAX and `_lake_c<i>` how many rows hold it
 after a full build); `_lake_rows` counts the group's rows. A MIN/MAX merges from the change while
 a row still holds the extreme; a group whose last holder (or one of an unknown number) was
 retracted is recomputed from the upstream for those groups only. Count 0 deletes the group;
-HAVING hides it (`_deleted`) without losing its state.
+HAVING hides it (`_deleted`: the commit moves it to the model's hidden-groups table, hidden.py)
+without losing its state.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pyspark.sql import functions as F
 
 from framework.columns import lake_key
 from framework.held import Held
+from framework.transform import hidden
 from framework.transform.commit import Written
 from framework.transform.context import BuildContext
 from framework.transform.plan import ModelPlan
@@ -102,6 +104,9 @@ def _merge(ctx: BuildContext, p: ModelPlan, delta: DataFrame) -> Written:
     u = a.upstreams[0]
     key = list(a.key or ())
     target = ctx.reader.raw(p.model.name)
+    held_back = hidden.stored(ctx.spark, ctx.reader.layout, p.model.name, p.hidden)
+    if held_back is not None:  # the groups HAVING or a `drop` check hides (framework/transform/hidden.py)
+        target = target.unionByName(held_back, allowMissingColumns=True)
     # Tables written before the holder counts existed: unknown, like after a full build.
     target = target.select("*", *[F.lit(None).cast("bigint").alias(c) for g in a.aggregates for c in g.state if c not in target.columns])
     old = target.join(delta.select("_lake_key"), "_lake_key", "left_semi")
@@ -194,7 +199,8 @@ def _rows_of_groups(a: Analysis, key: list[str], upstream: DataFrame, groups: Da
 
 
 def finalize(ctx: BuildContext, p: ModelPlan, state: DataFrame) -> DataFrame:
-    """Visible columns (typed as the plain query types them) + state + `_deleted` (HAVING)."""
+    """Visible columns (typed as the plain query types them) + state + `_deleted` (HAVING hides
+    the group: the commit keeps it in the hidden-groups table, not the model's)."""
     a = p.analysis
     types = _output_types(ctx, p)
     state_cols = [c for c in state.columns if c.startswith("_lake_") and c not in ("_lake_key", "_lake_recompute")]
