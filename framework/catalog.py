@@ -2,9 +2,9 @@
 
 With the `embedded` catalog (the default) that is Spark's in-memory one, rebuilt from the
 warehouse at session start (a few ms per table): no metastore process and no Derby lock, so
-`lake sql` works next to a running ingest. ODS Hudi tables keep soft-deleted rows (their deletion
-position stops replays from resurrecting them); `ods.<name>` is a view of the live rows,
-`ods_raw.<name>` the Hudi table itself.
+`lake sql` works next to a running ingest. ODS Hudi tables hold live rows only (deleted keys are
+tombstones elsewhere: framework/ods/tombstones.py); `ods.<name>` is a view of the visible
+columns, `ods_raw.<name>` the Hudi table itself.
 `_quarantine.<layer>_<name>` holds the rows `drop` checks rejected (framework/quality/quarantine.py).
 
 With a `hive` catalog the session is the metastore's, and every table is already there: Hudi's
@@ -72,7 +72,9 @@ def register_ods(spark: SparkSession, layout: Layout) -> list[str]:
             fields = spark.table(f"{layer}_raw.{quote_ident(name)}").schema.fields
             cols = [f.name for f in fields if f.name not in HOODIE_META_COLUMNS and f.name not in HIDDEN and not f.name.startswith("_lake_")]
             select = ", ".join(quote_ident(c) for c in cols)
-            spark.sql(f"CREATE VIEW {layer}.{quote_ident(name)} AS SELECT {select} FROM {layer}_raw.{quote_ident(name)} WHERE NOT _deleted")
+            # `_deleted`: groups a model hides; ODS tables hold live rows only (always false there)
+            where = " WHERE NOT _deleted" if any(f.name == "_deleted" for f in fields) else ""
+            spark.sql(f"CREATE VIEW {layer}.{quote_ident(name)} AS SELECT {select} FROM {layer}_raw.{quote_ident(name)}{where}")
             names.append(f"{layer}.{name}")
     quarantined = layout.tables_under(layout.quarantine_root)
     if quarantined:

@@ -5,7 +5,8 @@ reaches `failpoint(<name>)`. `LAKE_PAUSE=<name>:<dir>` makes `pausepoint(<name>)
 process (file `<dir>/<name>.<pid>`) and wait until `<dir>/go` exists (at most 10 minutes): a test
 lets several processes reach a point, then releases them together.
 
-The failpoints: `before_table_commit` / `after_table_commit` (an ODS table's commit),
+The failpoints: `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
+not), `before_table_commit` / `after_table_commit` (an ODS table's commit),
 `before_offset_commit` (a micro-batch committed in every table and the dead letter, before Spark
 records it), `after_quarantine_write` (rows a `drop` check rejected are written, the table's
 commit is not), `before_bootstrap_commit`, `after_hidden_commit` (an aggregate's hidden-groups

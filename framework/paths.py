@@ -53,6 +53,11 @@ class Layout:
         """Validation results of one run: one `<model>.json` per model or ODS table."""
         return self.lake / "quality" / run_id
 
+    def tombstones(self, qualified: str) -> Location:
+        """The tombstone Hudi table of an ODS table (`_lake/tombstones/<layer>_<name>`): the keys it
+        deleted and the source position of each delete (framework/ods/tombstones.py)."""
+        return self.lake / "tombstones" / "_".join(_parts(qualified))
+
     @property
     def quarantine_root(self) -> Location:
         return self.root / "_quarantine"

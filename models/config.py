@@ -149,6 +149,9 @@ class OdsSettings(StrictModel):
     # Fail a micro-batch (nothing committed) when more than this share of its events are bad.
     max_dead_letter_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
     trigger_seconds: int = Field(default=10, ge=1)
+    # Days a deleted key's tombstone (its delete's source position) is kept: a replay of events
+    # older than a delete stays dropped for this long; after it, such a replay can re-insert the key.
+    tombstone_retention_days: float = Field(default=30, ge=0)
 
 
 class ScheduleConfig(StrictModel):

@@ -27,6 +27,7 @@ class TableBatchResult(BaseModel):
     deletes: int = 0
     dead_letter: int = 0
     truncated: int = 0
+    replayed: int = 0  # events not newer than their key's tombstone (a replay of a deleted key): dropped
     before_bootstrap: int = 0
     quarantined: int = 0  # rows a `drop` check sent to _quarantine.ods_<name>
     checks: list[CheckOutcome] = Field(default_factory=list)
@@ -67,6 +68,7 @@ class IngestSummary(BaseModel):
                 acc.deletes += t.deletes
                 acc.dead_letter += t.dead_letter
                 acc.truncated += t.truncated
+                acc.replayed += t.replayed
                 acc.before_bootstrap += t.before_bootstrap
                 acc.quarantined += t.quarantined
                 acc.checks = t.checks or acc.checks

@@ -10,7 +10,8 @@ from: `file:line` or `topic/partition/offset`), `arrival` (a sortable text of ar
 2. prepare.py, per table: column types (columns.py), decoding, the ordering sequence, truncates,
    the bootstrap hand-off, and what goes to the dead letter;
 3. the dead-letter ratio over every cause, before anything commits;
-4. commit.py: gate and upsert each table with `_deleted` soft deletes, then the dead letter.
+4. commit.py: gate each table, write its tombstones (tombstones.py), then upsert it with Hudi
+   deletes, then the dead letter.
 
 Exactly once: each table's commit records the stream id and batch id. A replayed batch (after a
 crash) skips the tables that already committed it, so a rerun leaves the same tables as one run.
@@ -70,7 +71,7 @@ class OdsBatchWriter:
             st.columns = {
                 f.name: normalize(f.dataType.simpleString())
                 for f in schema.fields
-                if f.name not in hudi.HOODIE_META_COLUMNS and f.name not in META_COLUMNS
+                if f.name not in hudi.HOODIE_META_COLUMNS and f.name not in META_COLUMNS and f.name != "_hoodie_is_deleted"
                 and not (t.partition_by and f.name == t.partition_by.derived_name)
             }
             for _inst, meta in hudi.commit_metadata(self.spark, path):
@@ -80,6 +81,8 @@ class OdsBatchWriter:
                     st.key = meta["ods_key"].split(",")
                 if meta.get("ods_high_water"):
                     st.high_water = HighWater.model_validate_json(meta["ods_high_water"])
+                if meta.get("ods_tombstones"):
+                    st.migrated = True
                 if "ods_stream" in meta:
                     st.last_stream = meta["ods_stream"]
                     st.last_batch = int(meta.get("ods_batch", "-1"))

@@ -135,10 +135,11 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
         table_type=table.type, local=project.config.spark.master.startswith("local"), extra=project.config.hudi,
         catalog=project.config.catalog, sql_name=table.qualified_name,
     )
-    if not hudi.table_exists(target):
-        opts["hoodie.datasource.write.operation"] = "bulk_insert"
     rows = out.count()
     meta = {"bootstrap_rows": str(rows), "bootstrap_source": str(path)}
+    if not hudi.table_exists(target):
+        opts["hoodie.datasource.write.operation"] = "bulk_insert"
+        meta["ods_tombstones"] = "1"  # a new table: no soft deletes to move (framework/ods/tombstones.py)
     if watermark:
         meta["bootstrap_watermark"] = watermark
     failpoint("before_bootstrap_commit")

@@ -1,5 +1,6 @@
-"""The last steps of an ODS micro-batch: gate and upsert each prepared table, recording the batch
-in the same Hudi commit (stream id, batch id, key, binlog high-water mark), then the dead letter.
+"""The last steps of an ODS micro-batch: gate each prepared table, write its tombstones, upsert it
+(deletes as Hudi deletes), recording the batch in the same Hudi commit (stream id, batch id, key,
+binlog high-water mark), then the dead letter.
 
 Exactly once: a batch replayed after a crash skips the tables that already committed it
 (prepare.py checks each table's state first), and the dead letter skips a batch it has.
@@ -16,6 +17,7 @@ from framework import hudi
 from framework.errors import QualityGateError
 from framework.faults import failpoint, pausepoint
 from framework.lock import LockHeldError, hold, table_lock
+from framework.ods import tombstones
 from framework.ods.context import BatchContext, TableState
 from framework.ods.prepare import Prepared
 from framework.quality.ods_gate import check_table
@@ -30,7 +32,7 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
     if p.rows is None:
         return
     status: Literal["ok", "dead_letter"] = "dead_letter" if tr.status == "dead_letter" else "ok"
-    if tr.upserts + tr.deletes == 0:
+    if tr.upserts + tr.deletes + p.migrated == 0:
         tr.status = status
         return
     commit = p.rows
@@ -54,16 +56,24 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
         catalog=ctx.project.config.catalog,
         sql_name=t.qualified_name,
     )
+    # Tombstones first: a crash before the table's commit leaves tombstones its rerun tolerates
+    # (framework/ods/tombstones.py); the other order would lose them.
+    tombstones.write(ctx, t, commit, batch_id)
+    failpoint("after_tombstone_commit")
     failpoint("before_table_commit")
-    meta = {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key)}
+    meta = {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key), tombstones.MARKER: "1"}
     if p.high_water is not None:
         meta["ods_high_water"] = p.high_water.model_dump_json()
-    hudi.write(commit, ctx.layout.table(t.qualified_name), opts, meta)
+    # Deletes are Hudi deletes: the table holds live rows only, for every reader; `_deleted` stays
+    # a column (false) so tables written before tombstones and readers that filter on it still work.
+    rows = commit.withColumn("_hoodie_is_deleted", F.col("_deleted")).withColumn("_deleted", F.lit(False))
+    hudi.write(rows, ctx.layout.table(t.qualified_name), opts, meta)
     failpoint("after_table_commit")
     st.columns = dict(p.target)
     st.key = list(t.key)
     st.last_stream, st.last_batch = ctx.stream_id, batch_id
     st.high_water = p.high_water
+    st.migrated = True
     tr.status = status
 
 

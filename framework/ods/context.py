@@ -46,6 +46,7 @@ class TableState:
     watermark: str | None = None  # bootstrap hand-off position (events at or before it are dropped)
     key: list[str] = field(default_factory=list)  # the key a table without `key:` was created with
     high_water: HighWater | None = None  # the newest binlog position written, and its server
+    migrated: bool = False  # its deletes are tombstones: no soft-deleted row left (tombstones.MARKER)
     loaded: bool = False
 
     def has(self, stream_id: str, batch_id: int) -> bool:

@@ -18,8 +18,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from framework import hudi
+from framework.columns import live
 from framework.location import Location
 from framework.ods import decode as D
+from framework.ods import tombstones
 from framework.ods.columns import Columns, resolve_columns
 from framework.ods.context import BatchContext, HighWater, TableState, utc
 from framework.ods.envelope import Decoder
@@ -40,11 +42,12 @@ class Prepared:
 
     table: OdsTable
     result: TableBatchResult
-    rows: DataFrame | None = None  # what to upsert (deletes as `_deleted` rows); None: nothing
+    rows: DataFrame | None = None  # what to write (deletes flagged `_deleted`); None: nothing
     target: dict[str, str] = field(default_factory=dict)  # column types after this batch
     dead: list[DataFrame] = field(default_factory=list)  # events to dead-letter, with `reason`
     dead_reasons: dict[str, int] = field(default_factory=dict)
     high_water: HighWater | None = None  # the table's after this commit
+    migrated: int = 0  # soft deletes of a table written before tombstones, moved by this commit
 
 
 def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], st: TableState, batch_id: int,
@@ -84,11 +87,13 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
         older = watermark_older(st.watermark)
         tr.before_bootstrap = good.where(older).count()
         good = good.where(~older)
-    out = _sequenced(ctx, t, cols.target, good, path, sum(r["ord_missing"] or 0 for r in rows), truncate_at, started_at, batch_id)
-    out = out.persist(StorageLevel.MEMORY_AND_DISK)
+    migrate = not st.migrated and hudi.table_exists(path)
+    out = _sequenced(ctx, t, cols.target, good, path, sum(r["ord_missing"] or 0 for r in rows), truncate_at, started_at, batch_id,
+                     migrate=migrate)
+    out = tombstones.mark_replayed(ctx, t, out, migrate).persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(out)
     _tally(p, out, bad_rows, st)
-    p.rows = out.drop("_lake_truncated", "_lake_hw")
+    p.rows = out.where(~F.col("_lake_replayed")).drop("_lake_truncated", "_lake_hw", "_lake_replayed")
     return p
 
 
@@ -108,10 +113,11 @@ def _reject_versions(p: Prepared, mine: DataFrame, rows: list[Any], cols: Column
 
 
 def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Location, missing: int,
-               truncate_at: str | None, started_at: datetime, batch_id: int) -> DataFrame:
+               truncate_at: str | None, started_at: datetime, batch_id: int, *, migrate: bool) -> DataFrame:
     """The rows to write: data columns, `_seq` and lake's columns. A truncate turns every row and
     event before its position into a delete carrying the truncate's position, so the rows (and
-    their replays) are gone, while rows newer than it, on a replay, stay."""
+    their replays) are gone, while rows newer than it, on a replay, stay. `migrate`: the stored
+    soft deletes of a table written before tombstones join the batch as deletes."""
     exists = hudi.table_exists(path)
     good, prefix, width = ordering_prefix(ctx, t, target, good, path if exists else None, missing)
     here = F.concat(F.col("pos_seq"), F.col("arrival"))
@@ -130,6 +136,9 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
     )
     if truncate_at is not None and exists:
         out = out.unionByName(_wiped(ctx, path, target, width, truncate_at, started_at, batch_id))
+    soft = tombstones.soft_deleted(ctx, t, target) if migrate else None
+    if soft is not None:
+        out = out.unionByName(soft.withColumn("_lake_hw", F.lit(None).cast(_HW)))
     if t.partition_by:
         pb = t.partition_by
         fmt = {"day": "yyyy-MM-dd", "month": "yyyy-MM", "year": "yyyy"}[pb.granularity]
@@ -139,7 +148,8 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
 
 def _wiped(ctx: BatchContext, path: Location, target: dict[str, str], width: int, truncate_at: str, started_at: datetime, batch_id: int) -> DataFrame:
     """Deletes of the table's live rows whose position is before the truncate's."""
-    existing = hudi.read(ctx.spark, path).where(~F.col("_deleted"))
+    stored = hudi.read(ctx.spark, path)
+    existing = stored.where(live(stored))
     older_row = F.substring(F.col("_seq"), width + 1, 10_000) < F.lit(truncate_at)
     return existing.where(older_row).select(
         *[F.col(c) if c in existing.columns else F.lit(None).cast(target[c]).alias(c) for c in target],
@@ -158,7 +168,13 @@ def _tally(p: Prepared, out: DataFrame, bad_rows: DataFrame, st: TableState) -> 
     """Counts of the table's batch result, and its binlog high-water mark after the commit."""
     tr = p.result
     p.high_water = st.high_water
-    for r in out.groupBy("_deleted", "_lake_truncated").agg(F.count(F.lit(1)).alias("count"), F.max("_lake_hw").alias("hw")).collect():
+    for r in out.groupBy("_deleted", "_lake_truncated", "_lake_replayed").agg(F.count(F.lit(1)).alias("count"), F.max("_lake_hw").alias("hw")).collect():
+        if r["_lake_replayed"]:
+            tr.replayed += r["count"]
+            continue
+        if r["_lake_truncated"] == 3:
+            p.migrated += r["count"]
+            continue
         if r["hw"] is not None and (p.high_water is None or r["hw"]["pos"] > p.high_water.pos):
             p.high_water = HighWater(server=r["hw"]["server"], pos=r["hw"]["pos"], ts_ms=r["hw"]["ts_ms"])
         if r["_lake_truncated"] == 1:
