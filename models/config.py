@@ -16,6 +16,7 @@ from models.base import StrictModel
 from models.catalog import CATALOG_CONFS, CatalogConfig, check_sync_options
 from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_lock_service
 from models.quality import CheckSpec
+from models.schedule import ScheduleConfig
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spark SQL types accepted in `columns:` of a table YAML (schema-less events).
@@ -152,57 +153,6 @@ class OdsSettings(StrictModel):
     # Days a deleted key's tombstone (its delete's source position) is kept: a replay of events
     # older than a delete stays dropped for this long; after it, such a replay can re-insert the key.
     tombstone_retention_days: float = Field(default=30, ge=0)
-
-
-class ScheduleConfig(StrictModel):
-    """One entry of `schedules:` in `lake.yaml`: what `lake schedule` runs, and when."""
-
-    name: str
-    # Standard 5-field crontab (minute hour day month day-of-week, 0 or 7 = Sunday); a 6th field
-    # in front adds seconds (for tests and demos; Airflow cannot take it).
-    cron: str
-    timezone: str = "UTC"
-    what: Literal["ingest", "build", "run"]  # run = ingest --once, then build
-    select: list[str] = Field(default_factory=list)  # build: model selectors; ingest: ODS tables
-    exclude: list[str] = Field(default_factory=list)
-    incremental: bool = False
-    lock_timeout: float | None = Field(default=None, ge=0)  # --lock-timeout of the command
-    misfire_grace_seconds: int = Field(default=300, ge=1)  # a run this late still starts
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", v):
-            raise ValueError(f"must be letters, digits, '_', '-' or '.'{FIX_SEPARATOR}rename it; it names the job and the Airflow DAG")
-        return v
-
-    @field_validator("cron")
-    @classmethod
-    def _cron(cls, v: str) -> str:
-        # Whether it is a cron expression the scheduler reads is framework/config.py's check, made
-        # with the scheduler library's own parser before this type is validated.
-        return " ".join(v.split())
-
-    @field_validator("timezone")
-    @classmethod
-    def _timezone(cls, v: str) -> str:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(v)
-        except (ZoneInfoNotFoundError, ValueError) as e:
-            raise ValueError(f"unknown time zone {v!r}{FIX_SEPARATOR}use an IANA name such as UTC or Europe/Berlin") from e
-        return v
-
-    @model_validator(mode="after")
-    def _fits_what(self) -> ScheduleConfig:
-        if self.what == "ingest":
-            if self.exclude or self.incremental:
-                raise ValueError(f"`exclude` and `incremental` apply to builds{FIX_SEPARATOR}remove them from an ingest schedule")
-            bad = [t for t in self.select if not t.startswith("ods.")]
-            if bad:
-                raise ValueError(f"an ingest schedule selects ODS tables, not {bad[0]!r}{FIX_SEPARATOR}use e.g. select: [ods.user], or what: build")
-        return self
 
 
 class BuildSettings(StrictModel):
