@@ -153,8 +153,16 @@ def _planning_inputs(spark: SparkSession | None, project: Project, models: dict[
 
 
 def _changed_rows(reader: TableReader, p: ModelPlan) -> dict[str, int]:
-    """Rows changed per upstream in the plan's range (for `lake plan`)."""
-    return {u: reader.incremental(u, p.begin[u], p.end[u], cdc=False).count() for u, n in p.pending.items() if n and p.begin.get(u)}
+    """Rows changed per upstream in the plan's range (for `lake plan`): the rows written (Hudi's
+    incremental query) plus the rows deleted, which only the CDC records show (ODS and model
+    tables delete with Hudi deletes)."""
+    out: dict[str, int] = {}
+    for u, n in p.pending.items():
+        if n and p.begin.get(u):
+            written = reader.incremental(u, p.begin[u], p.end[u], cdc=False).count()
+            deleted = reader.incremental(u, p.begin[u], p.end[u], cdc=True).where("op = 'd'").count()
+            out[u] = written + deleted
+    return out
 
 
 def behind(spark: SparkSession, project: Project, chosen: Selection, names: Sequence[str]) -> list[str]:
