@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from framework import hudi
+from framework.location import Location
 from framework.ods.context import BatchContext
 from framework.quality.ods_gate import latest_per_key
 from models.config import OdsTable
@@ -46,7 +47,7 @@ def mark_replayed(ctx: BatchContext, t: OdsTable, out: DataFrame, migrating: boo
     Hudi's SIMPLE index already does on the ODS table). `migrating`: the soft deletes `out` moves
     (`soft_deleted`) count as tombstones too."""
     path = ctx.layout.tombstones(t.qualified_name)
-    exists = hudi.table_exists(path)
+    exists = _written(ctx, path)
     if not t.key or not (exists or migrating):
         return out.withColumn("_lake_replayed", F.lit(False))
     keys = [F.col(f"`{k}`").alias(f"_lake_t{i}") for i, k in enumerate(t.key)]
@@ -85,7 +86,7 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> Non
     new = latest_per_key(rows, t.key).where(F.col("_deleted")).select(
         *keys, F.col("_seq"), F.col("_ingested_at").alias("_deleted_at"), F.lit(False).alias("_hoodie_is_deleted"))
     out = new
-    if hudi.table_exists(path):
+    if _written(ctx, path):
         days = ctx.project.config.ods.tombstone_retention_days
         old = hudi.read(ctx.spark, path)
         cutoff = datetime.now(timezone.utc) - timedelta(days=days)
@@ -97,3 +98,10 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> Non
     opts = hudi.write_options(name=f"{t.table_name}_tombstones", key=t.key, ordering="_seq", partition=None, cdc=False,
                               local=ctx.local, extra=ctx.project.config.hudi)
     hudi.write(out, path, opts, {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id)})
+
+
+def _written(ctx: BatchContext, path: Location) -> bool:
+    """Whether the tombstone table has a completed commit: a run killed inside its first commit
+    leaves `hoodie.properties` and an inflight instant, which Hudi reads as a relation without
+    columns."""
+    return hudi.table_exists(path) and bool(hudi.completed_instants(ctx.spark, path))

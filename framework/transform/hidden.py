@@ -49,7 +49,7 @@ def write(spark: SparkSession, layout: Layout, name: str, rows: DataFrame, scope
     at `instant` (restoring what orphan commits after it changed)."""
     path = layout.hidden(name)
     rows = rows.drop("_hoodie_is_deleted")
-    if not hudi.table_exists(path):
+    if not hudi.table_exists(path) or not hudi.completed_instants(spark, path):  # none, or a first commit killed
         if rows.isEmpty():
             return NONE
         hudi.write(rows.withColumn("_hoodie_is_deleted", F.lit(False)), path, {**options, "hoodie.datasource.write.operation": "insert"}, {})
