@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from framework.demo.services import die_with_parent, free_port, log_tail
+from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "lake-test", "AWS_SECRET_ACCESS_KEY": "lake-test-secret", "AWS_REGION": "us-east-1"}
 
@@ -81,9 +81,4 @@ def running_s3(work_dir: Path) -> Iterator[S3Server]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 10)

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from framework.demo.services import die_with_parent, free_port, log_tail
+from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
 from framework.errors import EnvironmentProblem
 from framework.jars import KAFKA_VERSION, java_executable, kafka_broker_classpath
 
@@ -261,13 +261,7 @@ class KafkaBroker:
         if proc is None:
             return
         atexit.unregister(self.stop)
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, self.stop_timeout)
         self.process = None
 
     # -- client helpers ----------------------------------------------------------------------

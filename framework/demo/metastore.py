@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from xml.sax.saxutils import escape
 
-from framework.demo.services import die_with_parent, free_port, log_tail
+from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
 from framework.errors import EnvironmentProblem
 from framework.jars import java_executable
 
@@ -141,13 +141,7 @@ class HiveMetastore:
         if proc is None:
             return
         atexit.unregister(self.stop)
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, self.stop_timeout)
         self.process = None
 
     def __repr__(self) -> str:

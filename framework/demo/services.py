@@ -7,6 +7,8 @@ import contextlib
 import ctypes
 import signal
 import socket
+import subprocess
+from typing import Any
 
 
 def free_port() -> int:
@@ -26,3 +28,15 @@ def log_tail(text: str, n: int = 10) -> str:
     """Last `n` lines that say something: indented lines (stack frames, the config dump) are left out."""
     lines = [line for line in text.strip().splitlines() if line and not line[0].isspace()]
     return "\n".join(lines[-n:])
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float) -> None:
+    """Stop a service process: SIGTERM, SIGKILL when it is still there after `timeout` seconds;
+    reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
