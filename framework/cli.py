@@ -12,6 +12,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from framework.cli_docs import docs as docs_group
 from framework.cli_support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
@@ -193,7 +194,9 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
     if fmt == "json":
         click.echo(json.dumps(report_json(layout, list(run_ids) or None, last), indent=2))
         return
-    page = write_report(layout, report_dir(project), list(run_ids) or None, last)
+    from framework.commands.docs import report_overview
+
+    page = write_report(layout, report_dir(project), list(run_ids) or None, last, overview=report_overview(project))
     if show_path:
         click.echo(str(page))
     else:
@@ -377,6 +380,8 @@ def runs_show(obj: Ctx, run_id: str) -> None:
     ensure_storage(obj.project())
     click.echo(history.get(Layout(obj.project().warehouse), run_id).model_dump_json(indent=2))
 
+
+main.add_command(docs_group)
 
 if __name__ == "__main__":
     main()

@@ -15,6 +15,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from models.base import StrictModel
 from models.catalog import CATALOG_CONFS, CatalogConfig, check_sync_options
 from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_lock_service
+from models.docs import split_column_docs
 from models.quality import CheckSpec
 from models.schedule import ScheduleConfig
 
@@ -250,7 +251,11 @@ class OdsTable(StrictModel):
     schema_narrowing: Literal["dead_letter", "keep_wider"] = "dead_letter"
     # Column types for events without a `schema` block, e.g. {price: "decimal(10,2)"}.
     columns: dict[str, str] = Field(default_factory=dict)
+    # `columns: {price: {type: "decimal(10,2)", description: "..."}}` puts the description here.
+    column_descriptions: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
+    owner: str | None = None
+    tags: list[str] = Field(default_factory=list)
     # Quality checks on the rows each micro-batch writes (see models/quality.py; parsed from
     # their YAML forms by framework/quality/parse.py).
     checks: list[CheckSpec] = Field(default_factory=list)
@@ -302,6 +307,16 @@ class OdsTable(StrictModel):
             raise ValueError(f"column {dup[0]!r} is listed twice{FIX_SEPARATOR}list each ordering column once")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _column_docs(cls, data: object) -> object:
+        """`columns:` entries written as `{type:, description:}` mappings: the type stays in
+        `columns`, the description goes to `column_descriptions` (`lake docs`)."""
+        if isinstance(data, dict) and isinstance(data.get("columns"), dict):
+            types, docs = split_column_docs(data["columns"], value_is="type")
+            data = {**data, "columns": types, "column_descriptions": {**docs, **data.get("column_descriptions", {})}}
+        return data
+
     @field_validator("columns")
     @classmethod
     def _column_types(cls, v: dict[str, str]) -> dict[str, str]:
@@ -340,9 +355,25 @@ class ModelConfig(StrictModel):
     depends_on: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     description: str | None = None
+    owner: str | None = None
+    # Column descriptions for `lake docs`: `{name: "text"}`, `{name: {description: "text"}}` or
+    # dbt's list `[{name: x, description: "text"}]`.
+    columns: dict[str, str] = Field(default_factory=dict)
     # Quality checks (Great Expectations names and arguments, shorthands, custom SQL); see
     # models/quality.py and framework/quality/parse.py. Evaluated by the quality gate before the Hudi commit.
     checks: list[CheckSpec] = Field(default_factory=list)
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _column_descriptions(cls, v: object) -> object:
+        if isinstance(v, list):  # dbt's form
+            if not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in v):
+                raise ValueError(f"each entry needs a `name:`{FIX_SEPARATOR}write e.g. columns: [{{name: user_id, description: the user}}]")
+            v = {c["name"]: {k: x for k, x in c.items() if k != "name"} for c in v}
+        if isinstance(v, dict):
+            _, docs = split_column_docs(v, value_is="description")
+            return docs
+        return v
 
     @field_validator("depends_on")
     @classmethod

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from framework import demo as demo_data
 from framework.catalog import quote_ident
+from framework.commands.common import recorded
 from framework.config import Project
 from framework.demo.project import (
     KAFKA_DIR,
@@ -37,6 +38,7 @@ from framework.demo.project import (
     prepared,
 )
 from framework.errors import LakeError
+from framework.history import settle_models
 from models.config import OdsTable
 
 if TYPE_CHECKING:
@@ -172,6 +174,19 @@ def _rounds(project: Project, console: Console, events: int, seed: int, number: 
         sql = f"select count(1) as num, device_model from {_quoted(user)} group by device_model order by num desc"
         report.print_rows(console, spark.sql(sql), "table", 20)
     console.print(_comparison(spark, sim, ods, registered))
+    _pages(project, console)
+
+
+def _pages(project: Project, console: Console) -> None:
+    """Write the run report and the docs site of the demo project, and say where they are."""
+    from framework.commands.docs import generate_docs, report_overview
+    from framework.paths import Layout
+    from framework.quality.report import report_dir, write_report
+
+    runs = write_report(Layout(project.warehouse), report_dir(project), overview=report_overview(project)).parent / "index.html"
+    docs = generate_docs(project)
+    console.print(f"run report: {runs}\ndocs site:  {docs}\n(open them in a browser; `lake --project {project.root} docs serve` serves both)",
+                  markup=False, highlight=False)
 
 
 def _build(spark: SparkSession, project: Project, console: Console, incremental: bool) -> bool:
@@ -182,8 +197,11 @@ def _build(spark: SparkSession, project: Project, console: Console, incremental:
 
     if not load_models(project):
         return False
-    console.rule("lake build --incremental" if incremental else "lake build")
-    results = build(spark, project, [], [], incremental, on_result=report.model_printer(console))
+    args = ["build", "--incremental"] if incremental else ["build"]
+    console.rule("lake " + " ".join(args))
+    with recorded(project, "build", args) as rec:  # run history, as `lake build` leaves it (lake runs, lake report)
+        results = build(spark, project, [], [], incremental, on_result=report.model_printer(console), run_id=rec.run_id)
+        settle_models(rec, results)
     report.print_build_summary(console, results)
     failed = [r for r in results if r.mode in ("failed", "skipped")]
     if failed:
@@ -207,7 +225,9 @@ def _write(console: Console, cdc: Path, number: int, label: str, lines: list[str
 def _ingest(spark: SparkSession, project: Project, printer: Callable[[BatchResult], None]) -> IngestSummary:
     from framework.ods.ingest import run_ingest
 
-    return run_ingest(spark, project, on_batch=printer)
+    with recorded(project, "ingest", ["ingest"]) as rec:
+        rec.ingest = summary = run_ingest(spark, project, on_batch=printer, run_id=rec.run_id)
+    return summary
 
 
 # ------------------------------------------------------------------ verification

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from models.records import RunRecord
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#f4f4f4}
 .pass{color:#17702e}.fail{color:#b00020;font-weight:600}.warn{color:#9a6700;font-weight:600}code{font-size:90%}
-pre{margin:0;font-size:85%}td.n{text-align:right}"""
+pre{margin:0;font-size:85%}td.n{text-align:right}.chart-box{margin:.5em 0 1em}.empty{color:#777}"""
 
 
 def report_dir(project: Project) -> Path:
@@ -92,13 +93,17 @@ def _run_section(run: RunRecord) -> str:
         parts.append("<h2>ODS tables</h2><table><tr><th>table</th><th>events</th><th>upserts</th><th>deletes</th>"
                      f"<th>quarantined</th><th>dead letter</th><th>status</th></tr>{rows}</table>")
     if run.models:
+        def fresh(model: str) -> str:
+            f = run.freshness.get(model)
+            return f"{f.newest_event_lag_s:.1f} to {f.oldest_event_lag_s:.1f}" if f else ""
+
         rows = "".join(
-            f"<tr>{_cells([m.model, m.mode, m.strategy, m.rows_written, m.rows_deleted, m.rows_quarantined, round(m.seconds, 1)])}"
+            f"<tr>{_cells([m.model, m.mode, m.strategy, m.rows_written, m.rows_deleted, m.rows_quarantined, round(m.seconds, 1), fresh(m.model)])}"
             f"<td>{_check_summary(m.checks)}</td><td>{html.escape(m.reason)}</td></tr>"
             for m in run.models
         )
         parts.append("<h2>Models</h2><table><tr><th>model</th><th>mode</th><th>strategy</th><th>written</th><th>deleted</th>"
-                     f"<th>quarantined</th><th>seconds</th><th>checks</th><th>reason</th></tr>{rows}</table>")
+                     f"<th>quarantined</th><th>seconds</th><th>freshness s (event → commit)</th><th>checks</th><th>reason</th></tr>{rows}</table>")
     return "".join(parts)
 
 
@@ -126,23 +131,46 @@ def render_run_page(run_id: str, records: list[ModelQuality], pages: dict[tuple[
     )
 
 
-def render_index(run_ids: list[str], runs: dict[str, RunRecord], quality: dict[str, list[ModelQuality]]) -> str:
-    """The list of runs, newest first, with status and failed checks."""
+def render_index(run_ids: list[str], runs: dict[str, RunRecord], quality: dict[str, list[ModelQuality]], overview: str = "") -> str:
+    """Every run, newest first (what it did, its status and failed checks), under `overview`
+    (HTML: the DAG and charts across these runs)."""
     rows = []
     for rid in reversed(run_ids):
         run = runs.get(rid)
         failed = [f"{q.model}: {r.name}" for q in quality.get(rid, []) for r in q.results if not r.success]
         status = run.status if run else "-"
+        took = f"{(run.finished_at - run.started_at).total_seconds():.1f}" if run and run.finished_at else "-"
         rows.append(
             f"<tr><td><a href='{html.escape(rid)}.html'>{html.escape(rid)}</a></td><td>{html.escape(run.command if run else '-')}</td>"
-            f"<td class='{'pass' if status == 'ok' else 'fail'}'>{status}</td><td>{len(quality.get(rid, []))}</td>"
-            f"<td>{html.escape('; '.join(failed))}</td></tr>"
+            f"<td class='{'pass' if status == 'ok' else 'fail'}'>{status}</td><td class='n'>{took}</td>"
+            f"<td>{html.escape(run_summary(run)) if run else ''}</td><td class='n'>{len(quality.get(rid, []))}</td>"
+            f"<td class='{'warn' if failed else ''}'>{html.escape('; '.join(failed))}</td></tr>"
         )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>lake runs</title><style>{_STYLE}</style></head><body>"
-        "<h1>Runs</h1><table><tr><th>run</th><th>command</th><th>status</th><th>checked</th><th>failed checks</th></tr>"
-        f"{''.join(rows)}</table><p><a href='../gx/index.html'>GE Data Docs</a></p></body></html>"
+        f"<h1>Runs</h1><p>{len(run_ids)} run(s) · <a href='../gx/index.html'>GE Data Docs</a></p>"
+        f"{overview}"
+        "<h2>Every run</h2><table><tr><th>run</th><th>command</th><th>status</th><th>seconds</th><th>summary</th><th>models checked</th>"
+        f"<th>failed checks</th></tr>{''.join(rows)}</table></body></html>"
     )
+
+
+def run_summary(run: RunRecord) -> str:
+    """One line about what a run did: events ingested, models built by mode, rows written."""
+    parts = []
+    if run.ingest is not None:
+        parts.append(f"{run.ingest.events} events in {len(run.ingest.batches)} micro-batch(es)"
+                     + (f", {run.ingest.dead_letter} dead-lettered" if run.ingest.dead_letter else ""))
+    if run.models:
+        modes: dict[str, int] = {}
+        for m in run.models:
+            modes[m.mode] = modes.get(m.mode, 0) + 1
+        rows = sum(m.rows_written for m in run.models)
+        parts.append(", ".join(f"{n} {k}" for k, n in sorted(modes.items())) + f"; {rows} rows written")
+    if run.freshness:
+        worst = max(f.oldest_event_lag_s for f in run.freshness.values())
+        parts.append(f"freshness ≤ {worst:.0f} s")
+    return "; ".join(parts)
 
 
 def _select(layout: Layout, run_ids: list[str] | None, last: int) -> tuple[list[str], dict[str, RunRecord]]:
@@ -154,16 +182,19 @@ def _select(layout: Layout, run_ids: list[str] | None, last: int) -> tuple[list[
     return ids, {rid: records[rid] for rid in ids if rid in records}
 
 
-def write_report(layout: Layout, out: Path, run_ids: list[str] | None = None, last: int = 20) -> Path:
+def write_report(layout: Layout, out: Path, run_ids: list[str] | None = None, last: int = 20,
+                 overview: Callable[[list[RunRecord]], str] | None = None) -> Path:
     """Build Data Docs and a lake page per run (the last `last` runs, or `run_ids`) under `out`,
-    plus `out/runs/index.html` listing them; returns the page of the newest run (the index if none)."""
+    plus `out/runs/index.html` listing them (`overview` of those runs on top: HTML); returns the
+    page of the newest run (the index if none)."""
     ids, runs = _select(layout, run_ids, last)
     by_run = {rid: store.load_run(layout, rid) for rid in ids}
     pages = docs.build_data_docs(out, [rec for recs in by_run.values() for rec in recs])
     page_dir = out / "runs"
     page_dir.mkdir(parents=True, exist_ok=True)
     index = page_dir / "index.html"
-    index.write_text(render_index(ids, runs, by_run), encoding="utf-8")
+    shown = [runs[r] for r in ids if r in runs]
+    index.write_text(render_index(ids, runs, by_run, overview(shown) if overview else ""), encoding="utf-8")
     last_page = index
     for rid, recs in by_run.items():
         mine = {k: p for k, p in pages.items() if p.parts[-3] == rid}

@@ -275,10 +275,17 @@ def output_columns(sql: str, schema: dict[str, Any]) -> tuple[str, ...] | None:
 
 
 def warehouse_columns(where: Location) -> tuple[str, ...] | None:
-    """Visible columns of a Hudi table from the footer of its newest Parquet base file (a table
-    off the local disk: from its schema in the running Spark session, unknown without one)."""
+    """Visible columns of a Hudi table (see :func:`warehouse_schema`)."""
+    schema = warehouse_schema(where)
+    return None if schema is None else tuple(name for name, _ in schema)
+
+
+def warehouse_schema(where: Location) -> list[tuple[str, str]] | None:
+    """Visible columns of a Hudi table and their Spark SQL types, from the footer of its newest
+    Parquet base file (a table off the local disk: from its schema in the running Spark session,
+    unknown without one)."""
     if not where.is_local:
-        return _remote_columns(where)
+        return _remote_schema(where)
     table_dir = where.local
     if not (table_dir / ".hoodie").is_dir():
         return None
@@ -288,19 +295,34 @@ def warehouse_columns(where: Location) -> tuple[str, ...] | None:
     import pyarrow.parquet as pq  # pyarrow reads only the footer: no Spark, a few ms
 
     newest = max(files, key=lambda p: p.stat().st_mtime)
-    names = pq.read_schema(newest).names
-    return tuple(n.lower() for n in names if not n.startswith(_HIDDEN_PREFIXES) and n not in _HIDDEN)
+    return [(f.name.lower(), _sql_type(str(f.type))) for f in pq.read_schema(newest)
+            if not f.name.startswith(_HIDDEN_PREFIXES) and f.name not in _HIDDEN]
 
 
-def _remote_columns(where: Location) -> tuple[str, ...] | None:
+def _sql_type(arrow: str) -> str:
+    """Arrow's name of a Parquet column type as Spark SQL names it (`int64` -> bigint)."""
+    simple = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint", "float": "float",
+              "double": "double", "string": "string", "large_string": "string", "bool": "boolean", "binary": "binary",
+              "date32[day]": "date"}
+    if arrow in simple:
+        return simple[arrow]
+    if arrow.startswith("timestamp"):
+        return "timestamp"
+    if arrow.startswith("decimal"):
+        return "decimal" + arrow[arrow.index("("):].replace(" ", "")
+    return arrow
+
+
+def _remote_schema(where: Location) -> list[tuple[str, str]] | None:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     sc = SparkContext._active_spark_context
     if sc is None or not hudi.table_exists(where):
         return None
-    names = SparkSession(sc).read.format("hudi").load(str(where)).schema.names
-    return tuple(n.lower() for n in names if not n.startswith(_HIDDEN_PREFIXES) and n not in _HIDDEN)
+    fields = SparkSession(sc).read.format("hudi").load(str(where)).schema.fields
+    return [(f.name.lower(), f.dataType.simpleString()) for f in fields
+            if not f.name.startswith(_HIDDEN_PREFIXES) and f.name not in _HIDDEN]
 
 
 def _with_note(node: LineageNode, note: str) -> LineageNode:

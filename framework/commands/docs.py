@@ -1,0 +1,74 @@
+"""`lake docs generate` and `lake docs serve`: the static docs site of the warehouse."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+from collections.abc import Callable
+from pathlib import Path
+
+from framework.config import Project
+from framework.quality.report import report_dir
+from framework.site.catalog import collect
+from framework.site.docs import write_docs
+from framework.transform.dag import build_graph
+from framework.transform.loader import load_models
+from models.records import RunRecord
+
+
+def docs_dir(project: Project) -> Path:
+    """Where `lake docs generate` writes: `<project>/out/docs/` (beside out/report/)."""
+    return project.root / "out" / "docs"
+
+
+def generate_docs(project: Project) -> Path:
+    """Write the site; returns its index.html. Starts Spark only for a warehouse off the local disk
+    (to read table schemas and run history there)."""
+    from framework.session import ensure_storage
+
+    ensure_storage(project)
+    models = load_models(project)
+    catalog = collect(project, models)
+    return write_docs(catalog, build_graph(project, models), docs_dir(project), report_dir(project))
+
+
+def report_overview(project: Project) -> Callable[[list[RunRecord]], str]:
+    """The top of `lake report`'s run index: the DAG coloured by each table's last run (left out
+    when the models do not load: the report still shows the runs; `lake build` names the
+    problem), then charts across the runs shown."""
+    from framework.site.charts import overview
+
+    dag = _report_dag(project)
+    return lambda runs: overview(dag, runs)
+
+
+def _report_dag(project: Project) -> str:
+    from framework import history
+    from framework.errors import ConfigError
+    from framework.paths import Layout
+    from framework.site.catalog import dag_status
+    from framework.site.svg import dag_svg
+
+    try:
+        models = load_models(project)
+        graph = build_graph(project, models)
+    except ConfigError:
+        return ""
+    return dag_svg(graph, dag_status(project, models, history.runs(Layout(project.warehouse))))
+
+
+def serve_docs(project: Project, host: str, port: int, on_ready: Callable[[str], None]) -> None:
+    """Serve `<project>/out/` over HTTP (the docs and the run report link to each other) until
+    Ctrl-C; `on_ready` gets the docs URL."""
+    root = project.root / "out"
+    handler = functools.partial(_Quiet, directory=str(root))
+    with http.server.ThreadingHTTPServer((host, port), handler) as server:
+        on_ready(f"http://{host}:{server.server_address[1]}/docs/index.html")
+        server.serve_forever()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    """Static files without a log line per request."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
+        return
