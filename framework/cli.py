@@ -4,6 +4,7 @@ once (config errors stop here, before Spark) and calls one `run_<verb>` of frame
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ import click
 from rich.console import Console
 
 from framework.cli_docs import docs as docs_group
+from framework.cli_env import diff as diff_command
+from framework.cli_env import env as env_group
 from framework.cli_support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
@@ -127,10 +130,11 @@ def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool, lock_timeou
 @click.option("--incremental", is_flag=True, help="Build each model incrementally where its checkpoint allows.")
 @click.option("--exclude", multiple=True, help="Selectors to leave out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--env", default=None, metavar="NAME", help="Build into environment NAME (_env/NAME/); other tables are read from production as of a pinned instant.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, lock_timeout: float) -> None:
+def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, env: str | None, lock_timeout: float) -> None:
     """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance."""
     from framework import report
     from framework.commands.build import run_build
@@ -139,9 +143,12 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
     project = obj.project()
     chosen = selection(project, selectors, exclude)  # config and model errors before Spark starts
     live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.ModelProgress(obj.console, len(chosen.chosen))
+    from framework.commands.env import run_env_build
+
     with live as bar:
-        rec = run_build(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
-                        on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale)
+        run = functools.partial(run_env_build, env=env) if env else run_build
+        rec = run(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
+                  on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale)
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json") for r in rec.models], indent=2))  # datetimes as ISO text
     else:
@@ -382,6 +389,8 @@ def runs_show(obj: Ctx, run_id: str) -> None:
 
 
 main.add_command(docs_group)
+main.add_command(env_group)
+main.add_command(diff_command)
 
 if __name__ == "__main__":
     main()

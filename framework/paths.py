@@ -29,6 +29,11 @@ class Layout:
     def lake(self) -> Location:
         return self.root / "_lake"
 
+    def pinned(self, qualified: str) -> str | None:
+        """The completion time a build reads `qualified` as of, when it is pinned (an environment
+        reading production: framework/envs.py); None: its latest commit."""
+        return None
+
     @property
     def dead_letter(self) -> Location:
         return self.lake / "dead_letter"

@@ -40,11 +40,12 @@ def ods_keys(spark: SparkSession | None, project: Project, layout: Layout) -> di
 class Evaluator:
     """Plans and builds models one at a time on one session, under one run id."""
 
-    def __init__(self, spark: SparkSession, project: Project, models: dict[str, Model], run_id: str | None = None) -> None:
+    def __init__(self, spark: SparkSession, project: Project, models: dict[str, Model], run_id: str | None = None,
+                 layout: Layout | None = None) -> None:
         self.spark = spark
         self.project = project
         self.models = models
-        self.layout = Layout(project.warehouse)
+        self.layout = layout or Layout(project.warehouse)  # an environment's (framework/envs.py), or production
         self.reader = TableReader(spark, self.layout)
         # Quality checks run before each commit; results and quarantined rows carry the run id.
         self.gate = ModelGate(spark, project, self.layout, run_id or new_run_id())

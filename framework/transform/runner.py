@@ -67,14 +67,16 @@ def build(
     on_result: Callable[[ModelResult], None] | None = None,
     run_id: str | None = None,
     loaded: Selection | None = None,
+    layout: Layout | None = None,
 ) -> list[ModelResult]:
     """Build the selected models one at a time, upstreams first and the serving layer's chains
     before models that feed no DWS model (`serving_first`). `run_id` (the run record's) labels
     the quality results and quarantined rows; a fresh id is made when None. Results come back in
-    the order the models were built. `loaded`: the project's models, already loaded."""
+    the order the models were built. `loaded`: the project's models, already loaded. `layout`:
+    where tables are (an environment's, framework/envs.py; default production)."""
     models, g = (loaded.models, loaded.graph) if loaded else load(project)
     order = serving_first(g, models, select(g, models, selectors, exclude))
-    builder = Evaluator(spark, project, models, run_id=run_id)
+    builder = Evaluator(spark, project, models, run_id=run_id, layout=layout)
     results: list[ModelResult] = []
     blocked: set[str] = set()
     for name in order:

@@ -28,7 +28,9 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
     ups: dict[str, UpstreamState] = {}
     for u in dict.fromkeys(upstreams):
         tl = _timeline(spark, layout, u)
-        ups[u] = UpstreamState(tl.instants, tl.earliest_retained, hudi.table_bytes(layout.table(u)) if u in sized else 0)
+        pin = layout.pinned(u)  # an environment reads production as of its pinned instant
+        instants = tl.instants if pin is None else tuple(i for i in tl.instants if i.completed <= pin)
+        ups[u] = UpstreamState(instants, tl.earliest_retained, hudi.table_bytes(layout.table(u)) if u in sized else 0)
     tgts: dict[str, TargetState] = {}
     for name in dict.fromkeys(targets):
         meta = _timeline(spark, layout, name).last_meta

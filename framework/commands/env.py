@@ -1,0 +1,84 @@
+"""`lake build --env NAME`, `lake diff MODEL --env NAME`, `lake env list|promote|drop`:
+environments without copies (framework/envs.py)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from framework import envs, history, hudi
+from framework.commands.build import run_build
+from framework.config import Project
+from framework.history import settle_models
+from framework.lock import hold, table_lock
+from framework.paths import Layout
+from framework.session import spark_session
+from framework.transform.runner import Selection, build, selection
+from models.catalog import CatalogConfig
+from models.records import LockHolder, ModelResult, RunRecord
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _latest(spark: SparkSession, layout: Layout, tables: set[str]) -> dict[str, str]:
+    """Production's latest completion time of each table that exists."""
+    out = {}
+    for t in sorted(tables):
+        inst = hudi.completed_instants(spark, layout.table(t))
+        if inst:
+            out[t] = inst[-1].completed
+    return out
+
+
+def run_env_build(*, project: Project, selection: Selection, env: str, incremental: bool, lock_timeout: float, argv: Sequence[str],
+                  on_start: Callable[[str], None] | None = None, on_result: Callable[[ModelResult], None] | None = None,
+                  on_stale: Callable[[str, LockHolder], None] | None = None) -> RunRecord:
+    """Build the selection into environment `env`: its tables, run record, quality results and
+    locks under `_env/<env>/`; every other table read from production as of its pin."""
+    envs.check_name(env)
+    warehouse = project.warehouse
+    root = envs.env_root(warehouse, env)
+    names = [table_lock(n) for n in selection.chosen]
+    with hold(Layout(root).locks, names, command=shlex.join(["lake", *argv]), timeout=lock_timeout, on_stale=on_stale,
+              settings=project.config.locks, spark_conf=project.config.spark.conf):
+        spark = spark_session(project)
+        reads = {u for n in selection.chosen for u in selection.models[n].upstreams} - set(selection.chosen)
+        layout = envs.open_env(warehouse, env, list(selection.chosen), _latest(spark, Layout(warehouse), reads))
+        # An environment's tables are never registered in a shared catalog: they would replace
+        # production's entries there.
+        private = replace(project, config=project.config.model_copy(update={"catalog": CatalogConfig()}))
+        with history.recorded(layout, "build", list(argv), project.target) as rec:
+            results = build(spark, private, list(selection.chosen), [], incremental, on_start=on_start, on_result=on_result,
+                            run_id=rec.run_id, loaded=selection, layout=layout)
+            settle_models(rec, results)
+    return rec
+
+
+def promote(*, project: Project, env: str, lock_timeout: float, argv: Sequence[str],
+            on_result: Callable[[ModelResult], None] | None = None,
+            on_stale: Callable[[str, LockHolder], None] | None = None) -> RunRecord:
+    """Production builds the environment's models and their descendants incrementally: a model
+    whose code changed rebuilds fully (its fingerprint), the rest catch up."""
+    layout = envs.existing(project.warehouse, env)
+    chosen = selection(project, [f"{m}+" for m in layout.state.models])
+    return run_build(project=project, selection=chosen, incremental=True, lock_timeout=lock_timeout, argv=argv,
+                     on_result=on_result, on_stale=on_stale)
+
+
+def drop(project: Project, env: str) -> envs.EnvState:
+    """Delete `_env/<env>/` (nothing of production is touched)."""
+    layout = envs.existing(project.warehouse, env)
+    Layout(project.warehouse).fs.delete(layout.env)
+    return layout.state
+
+
+def list_envs(project: Project) -> list[envs.EnvState]:
+    out = []
+    for name in envs.names(project.warehouse):
+        state = envs.load_state(project.warehouse, name)
+        if state is not None:
+            out.append(state)
+    return out
