@@ -349,6 +349,9 @@ class ModelConfig(StrictModel):
     key: list[str] | None = None
     partition_by: str | None = None
     strategy: Literal["rowwise", "aggregate", "rescan", "full"] | None = None
+    # Hudi table type of the model's table: merge-on-read appends a change to log files instead of
+    # rewriting every file group it touches (compacted inline every 5 delta commits).
+    type: Literal["cow", "mor"] = "cow"
     # This model's own `build.recompute_below_mib` (e.g. 0 for a row-wise model over a large
     # upstream, where the strategy beats a recompute; BENCHMARKS.md).
     recompute_below_mib: float | None = Field(default=None, ge=0)

@@ -147,8 +147,13 @@ class Committer:
         # records another fingerprint or checkpoint: else every later build would be full.
         # So does a build that changes no row once its checkpoint lags far: see _lagging; and one
         # whose hidden groups changed, to record their table's new instant.)
+        if exists and self.reader.is_mor(m.name) != (m.config.type == "mor"):
+            was = "merge-on-read" if self.reader.is_mor(m.name) else "copy-on-write"
+            raise LakeError(f"{m.name}'s table was created {was}; `type: {m.config.type}` in its YAML needs a new table "
+                            "(Hudi cannot change a table's type in place)",
+                            fix=f"put `type:` back, or delete {self.layout.table(m.name)} and run `lake build {m.name}`")
         opts = hudi.write_options(name=m.name.replace(".", "_"), key=["_lake_key"], ordering=None, partition=m.config.partition_by,
-                                  table_type="cow", local=self.local, extra=self.project.config.hudi,
+                                  table_type=m.config.type, local=self.local, extra=self.project.config.hudi,
                                   catalog=self.project.config.catalog, sql_name=m.name)
         if not exists:
             opts["hoodie.datasource.write.operation"] = "insert"

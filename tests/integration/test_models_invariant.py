@@ -45,13 +45,18 @@ EXTRA = {
 }
 
 
-def make_project(root: Path, lake_extra: str = "") -> LakeProject:
+def make_project(root: Path, lake_extra: str = "", model_type: str | None = None) -> LakeProject:
     ods = "\n".join((REPO / "layers" / "ods" / f).read_text().split("tables:", 1)[1] for f in ("test_db.yaml", "salesdb.yaml"))
     lp = LakeProject(root, "tables:" + ods, lake_extra)
     for layer in ("dwd", "dws"):
         shutil.copytree(REPO / "layers" / layer, root / "layers" / layer, dirs_exist_ok=True)
     for rel, sql in EXTRA.items():
         (root / "layers" / rel).write_text(sql + "\n")
+    if model_type:  # every model's table of that Hudi type
+        for model in [*(root / "layers").glob("dw[ds]/*.sql"), *(root / "layers").glob("dw[ds]/*.py")]:
+            sidecar = model.with_suffix(".yaml")
+            text = sidecar.read_text() if sidecar.exists() else ""
+            sidecar.write_text(text + ("" if not text or text.endswith("\n") else "\n") + f"type: {model_type}\n")
     return lp
 
 
@@ -162,6 +167,19 @@ def test_incremental_equals_full_rebuild(spark: Any, seed: int, rounds: list[int
 def test_incremental_equals_full_rebuild_nightly(spark: Any, seed: int, rounds: list[int], age_at: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         _rounds_equal_full_rebuild(spark, make_project(Path(tmp)), seed, rounds, age_at, modes=("incremental", "noop"), expect_changes=False)
+
+
+def test_incremental_equals_full_rebuild_on_merge_on_read_models(spark: Any) -> None:
+    """The same invariant with every model's table merge-on-read (`type: mor`): change reads of
+    upstream models then come from log files and time travel, and the rounds cross an inline
+    compaction (inline every 2 delta commits here)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        lp = make_project(Path(tmp), 'hudi: {"hoodie.compact.inline.max.delta.commits": "2"}\n', model_type="mor")
+        _rounds_equal_full_rebuild(spark, lp, 11, [60, 30, 20], 0, modes=("incremental", "noop"))
+        timeline = (lp.layout.table("dws.product_sales") / ".hoodie" / "timeline").local
+        assert any(p.name.endswith(".commit") for p in timeline.iterdir()), "no compaction ran"
+        props = (lp.layout.table("dws.product_sales") / ".hoodie" / "hoodie.properties").local.read_text()
+        assert "MERGE_ON_READ" in props
 
 
 def test_recompute_equals_full_rebuild(spark: Any) -> None:
