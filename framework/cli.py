@@ -12,6 +12,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from framework.cli_modeltest import test_cmd
 from framework.cli_support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
@@ -377,6 +378,8 @@ def runs_show(obj: Ctx, run_id: str) -> None:
     ensure_storage(obj.project())
     click.echo(history.get(Layout(obj.project().warehouse), run_id).model_dump_json(indent=2))
 
+
+main.add_command(test_cmd)
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,7 @@ from models.catalog import CATALOG_CONFS, CatalogConfig, check_sync_options
 from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_lock_service
 from models.quality import CheckSpec
 from models.schedule import ScheduleConfig
+from models.unit_test import UnitTest
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spark SQL types accepted in `columns:` of a table YAML (schema-less events).
@@ -343,6 +344,8 @@ class ModelConfig(StrictModel):
     # Quality checks (Great Expectations names and arguments, shorthands, custom SQL); see
     # models/quality.py and framework/quality/parse.py. Evaluated by the quality gate before the Hudi commit.
     checks: list[CheckSpec] = Field(default_factory=list)
+    # Unit tests of the model's logic (`lake test`; models/unit_test.py). Not in the fingerprint.
+    tests: list[UnitTest] = Field(default_factory=list)
 
     @field_validator("depends_on")
     @classmethod
