@@ -127,13 +127,18 @@ def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool, lock_timeou
 @click.option("--incremental", is_flag=True, help="Build each model incrementally where its checkpoint allows.")
 @click.option("--exclude", multiple=True, help="Selectors to leave out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--skip-tests", is_flag=True, help="Do not run the selected models' unit tests first.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, lock_timeout: float) -> None:
-    """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance."""
+def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, skip_tests: bool,
+          lock_timeout: float) -> None:
+    """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance.
+
+    Each model's unit tests run first (`lake test`); a failing test stops that model and its descendants."""
     from framework import report
     from framework.commands.build import run_build
+    from framework.modeltest.render import print_results
     from framework.transform.runner import selection
 
     project = obj.project()
@@ -141,7 +146,8 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
     live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.ModelProgress(obj.console, len(chosen.chosen))
     with live as bar:
         rec = run_build(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
-                        on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale)
+                        on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale,
+                        unit_tests=not skip_tests, on_tests=None if (obj.quiet or as_json) else lambda r: print_results(obj.console, r))
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json") for r in rec.models], indent=2))  # datetimes as ISO text
     else:

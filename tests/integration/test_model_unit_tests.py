@@ -186,6 +186,23 @@ def test_an_incremental_test_catches_a_model_whose_incremental_build_is_wrong(pr
         ("expected", ["1", "3"]), ("actual", ["1", "2"]), ("expected", ["2", "3"]), ("actual", ["2", "2"]), ("ok", ["3", "3"])]
 
 
+def test_build_runs_the_unit_tests_first_and_skip_tests_opts_out(tmp_path: Path, spark: Any) -> None:
+    user_count = {"dws/user_count.sql": "select device_model, count(*) as n from ods.user group by device_model",
+                  "dws/user_count.yaml": "tests:\n  - {name: one, given: [{input: ods.user, rows: [{id: 1, device_model: a}]}], expect: {rows: [{device_model: a, n: 1}]}}\n"}
+    lp = _project(tmp_path, {**BIG, **user_count})
+    lp.write_cdc([envelope("c", "shop.user", None, {"id": i, "device_model": m, "score": s}, pos=i) for i, m, s in ((1, "a", 1), (2, "b", 3))])
+    lp.ingest(spark)
+    out = lake(lp, "build")
+    assert out.exit_code == 1, out.output
+    assert "FAIL dwd.big: wrong" in out.output and "│ ~ expected │" in out.output  # the diff, as `lake test` prints it
+    assert "unit tests: 2 passed, 1 failed" in out.output
+    assert "dwd.big: unit test failed: wrong" in out.output and "dws.big_count: upstream dwd.big failed" in out.output
+    assert not (lp.root / "warehouse" / "dwd" / "big").exists() and (lp.root / "warehouse" / "dws" / "user_count").is_dir()
+    out = lake(lp, "build", "--skip-tests", "--json")
+    assert out.exit_code == 0, out.output
+    assert {r["model"]: r["mode"] for r in json.loads(out.stdout)} == {"dwd.big": "full", "dws.big_count": "full", "dws.user_count": "full"}
+
+
 def test_a_fresh_process_without_a_warehouse_runs_the_tests(tmp_path: Path) -> None:
     """`lake test` in its own process (its own local Spark), as `lake build` runs it for a
     cluster session: the results come back as JSON; no warehouse comes into being."""
