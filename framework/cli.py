@@ -43,7 +43,8 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
     say(obj.console, f"Created project in {directory}:")
     for p in created:
         say(obj.console, f"  {p}")
-    say(obj.console, f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'")
+    say(obj.console, f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'"
+                     " (and `lake test`, `lake build`)")
 
 
 @main.command()
