@@ -140,7 +140,7 @@ def _resolve(project: Project, m: Model, spec: _Spec, analyses: Analyses, tracer
     for low, c in columns.items():
         if known is not None and low not in known:
             hint = difflib.get_close_matches(low, known, n=1)
-            loc: tuple[int | str, ...] = ("expect", "rows", first[low]) if got.csv else ("expect", "rows", first[low], c)
+            loc: tuple[int | str, ...] = ("expect", "rows") if got.csv else ("expect", "rows", first[low], c)  # CSV: its header
             issues.append(where.issue(loc, f"{m.name} returns no column {c} (its columns: {', '.join(known)})",
                                       f"did you mean {hint[0]}?" if hint else "name a column the model returns",
                                       got.file, 1 if got.file else None))

@@ -125,7 +125,7 @@ class _Typing:
         mine = [(i, ev) for i, ev in enumerate(events) if ev.input == self.u]
         for r, row in enumerate(self.given.rows):
             for c in row:
-                self._name(c, ("given", self.j or 0, "rows", r) if self.given.csv else ("given", self.j or 0, "rows", r, c))
+                self._name(c, ("given", self.j or 0, "rows") if self.given.csv else ("given", self.j or 0, "rows", r, c))
         for i, ev in mine:
             for part in ("row", "key"):
                 for c in getattr(ev, part) or {}:

@@ -239,3 +239,20 @@ def test_tests_do_not_change_the_model_fingerprint(tmp_path: Path) -> None:
     before = load_models(load_project(root))["dws.agg"].fingerprint
     (root / "layers" / "dws" / "agg.yaml").write_text("description: x\ntests:\n  - {name: t, expect: {rows: []}}\n")
     assert load_models(load_project(root))["dws.agg"].fingerprint == before
+
+
+def test_given_columns_of_a_model_upstream_must_exist(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        tests:
+          - name: t1
+            given:
+              - input: dwd.clean
+                format: csv
+                rows: |
+                  id,devce_model
+                  1,a
+            expect: {rows: []}
+        """, sql="select device_model, count(*) as n from dwd.clean group by device_model",
+        extra={"layers/dwd/clean.sql": "select id, device_model from ods.user where id > 0"})
+    assert issues(root) == ["layers/dws/agg.yaml:7: tests[0].given[0].rows: dwd.clean has no column devce_model (its columns: id, device_model)\n"
+                            "  fix: did you mean device_model?"]
