@@ -85,8 +85,8 @@ def run_in_child(project: Project, cases: Sequence[Case]) -> list[UnitTestResult
     try:
         return [UnitTestResult.model_validate(x) for x in json.loads(r.stdout)]
     except (json.JSONDecodeError, ValueError):
-        detail = (r.stderr or r.stdout).strip().splitlines()
-        raise LakeError(f"the unit tests (`lake test {' '.join(names)}`) did not run: {detail[-1] if detail else f'exit {r.returncode}'}",
+        detail = " ".join(line.strip() for line in (r.stderr or r.stdout).strip().splitlines()[:6]) or f"exit {r.returncode}"
+        raise LakeError(f"the unit tests (`lake test {' '.join(names)}`) did not run: {detail}",
                         fix="run `lake test` to see why, or build with --skip-tests") from None
 
 
