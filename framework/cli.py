@@ -16,6 +16,8 @@ from rich.console import Console
 from framework.cli_docs import docs as docs_group
 from framework.cli_env import diff as diff_command
 from framework.cli_env import env as env_group
+from framework.cli_modeltest import test_cmd
+from framework.cli_runs import runs as runs_group
 from framework.cli_support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
@@ -46,7 +48,8 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
     say(obj.console, f"Created project in {directory}:")
     for p in created:
         say(obj.console, f"  {p}")
-    say(obj.console, f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'")
+    say(obj.console, f"Next: cd {directory} && lake ingest --once && lake sql 'select * from ods.customers'"
+                     " (and `lake test`, `lake build`)")
 
 
 @main.command()
@@ -130,14 +133,19 @@ def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool, lock_timeou
 @click.option("--incremental", is_flag=True, help="Build each model incrementally where its checkpoint allows.")
 @click.option("--exclude", multiple=True, help="Selectors to leave out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--skip-tests", is_flag=True, help="Do not run the selected models' unit tests first.")
 @click.option("--env", default=None, metavar="NAME", help="Build into environment NAME (_env/NAME/); other tables are read from production as of a pinned instant.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, env: str | None, lock_timeout: float) -> None:
-    """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance."""
+def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, skip_tests: bool,
+          env: str | None, lock_timeout: float) -> None:
+    """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance.
+
+    Each model's unit tests run first (`lake test`); a failing test stops that model and its descendants."""
     from framework import report
     from framework.commands.build import run_build
+    from framework.modeltest.render import print_results
     from framework.transform.runner import selection
 
     project = obj.project()
@@ -148,7 +156,8 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
     with live as bar:
         run = functools.partial(run_env_build, env=env) if env else run_build
         rec = run(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
-                  on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale)
+                  on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale,
+                  unit_tests=not skip_tests, on_tests=None if (obj.quiet or as_json) else lambda r: print_results(obj.console, r))
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json") for r in rec.models], indent=2))  # datetimes as ISO text
     else:
@@ -352,42 +361,8 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
     sys.exit(sched.serve(sched.Scheduler(schedules, steps, log), log, steps.terminate))
 
 
-@main.group(invoke_without_command=True)
-@click.option("--last", default=20, show_default=True, help="How many recent runs.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.pass_context
-@handle_errors
-def runs(ctx: click.Context, last: int, fmt: str) -> None:
-    """Run history: `lake runs`, `lake runs show RUN_ID`."""
-    if ctx.invoked_subcommand:
-        return
-    from framework import history, report
-    from framework.paths import Layout
-    from framework.session import ensure_storage
-
-    obj: Ctx = ctx.obj
-    ensure_storage(obj.project())
-    records = history.runs(Layout(obj.project().warehouse), last)
-    if fmt == "json":
-        click.echo(json.dumps([json.loads(r.model_dump_json()) for r in records], indent=2))
-    else:
-        report.print_runs(obj.console, records)
-
-
-@runs.command("show")
-@click.argument("run_id")
-@click.pass_obj
-@handle_errors
-def runs_show(obj: Ctx, run_id: str) -> None:
-    """Everything recorded about one run (JSON)."""
-    from framework import history
-    from framework.paths import Layout
-    from framework.session import ensure_storage
-
-    ensure_storage(obj.project())
-    click.echo(history.get(Layout(obj.project().warehouse), run_id).model_dump_json(indent=2))
-
-
+main.add_command(test_cmd)
+main.add_command(runs_group)
 main.add_command(docs_group)
 main.add_command(env_group)
 main.add_command(diff_command)

@@ -1,4 +1,5 @@
-"""`lake init DIR`: a small working project (config, one ODS declaration, sample CDC).
+"""`lake init DIR`: a small working project (config, one ODS declaration, sample CDC, and an
+example model with a unit test).
 
 The sample is seven Debezium envelopes for `inventory.customers` (the Debezium tutorial table),
 so `lake ingest --once` works right after `lake init` with no database or Kafka around. The
@@ -63,6 +64,35 @@ DataFrame), with an optional `<name>.yaml` beside it for keys, strategy, tags an
 model is called `{layer}.<name>` (`lake build {layer}.<name>`) and reads the tables it names.
 """
 
+EXAMPLE_SQL = """\
+-- An example model: customers per e-mail domain. A GROUP BY of one upstream with COUNT, so
+-- `lake build --incremental` merges each change into it (the aggregate strategy).
+SELECT substring_index(email, '@', -1) AS domain, count(*) AS customers
+FROM   ods.customers
+GROUP  BY substring_index(email, '@', -1)
+"""
+
+EXAMPLE_YAML = """\
+description: Customers per e-mail domain (an example; delete it or make it yours).
+# Unit tests: `lake test` runs the model on these rows only (no warehouse needed); `lake build`
+# runs them before it builds. With `changes:`, lake also builds the model incrementally over the
+# events, as `lake build --incremental` would, and both results must equal `expect:`.
+tests:
+  - name: customers_per_domain
+    given:
+      - input: ods.customers
+        rows:
+          - {id: 1001, email: sally.thomas@acme.com}
+          - {id: 1002, email: gbailey@foobar.com}
+          - {id: 1003, email: ed@walker.com}
+    changes:
+      - {op: update, input: ods.customers, row: {id: 1002, email: george@acme.com}}
+      - {op: delete, input: ods.customers, row: {id: 1003}}
+    expect:
+      rows:
+        - {domain: acme.com, customers: 2}
+"""
+
 _LAYERS = {
     "dwd": "DWD: cleaned, conformed detail tables built from `ods.*`.",
     "dws": "DWS: aggregates and wide tables built from `dwd.*` and `ods.*`.",
@@ -90,6 +120,8 @@ def scaffold(directory: Path, name: str | None, *, cdc_sample: Sequence[str]) ->
         Path("layers/ods/inventory.yaml"): INVENTORY_YAML,
         Path("layers/dwd/README.md"): LAYER_README.format(layer="dwd", what=_LAYERS["dwd"]),
         Path("layers/dws/README.md"): LAYER_README.format(layer="dws", what=_LAYERS["dws"]),
+        Path("layers/dws/customers_by_domain.sql"): EXAMPLE_SQL,
+        Path("layers/dws/customers_by_domain.yaml"): EXAMPLE_YAML,
         Path("cdc/0001-customers.json"): "".join(line + "\n" for line in cdc_sample),
     }
     clashes = [str(directory / rel) for rel in files if (directory / rel).exists()]

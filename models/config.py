@@ -18,6 +18,7 @@ from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_loc
 from models.docs import split_column_docs
 from models.quality import CheckSpec
 from models.schedule import ScheduleConfig
+from models.unit_test import UnitTest
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spark SQL types accepted in `columns:` of a table YAML (schema-less events).
@@ -365,6 +366,8 @@ class ModelConfig(StrictModel):
     # Quality checks (Great Expectations names and arguments, shorthands, custom SQL); see
     # models/quality.py and framework/quality/parse.py. Evaluated by the quality gate before the Hudi commit.
     checks: list[CheckSpec] = Field(default_factory=list)
+    # Unit tests of the model's logic (`lake test`; models/unit_test.py). Not in the fingerprint.
+    tests: list[UnitTest] = Field(default_factory=list)
 
     @field_validator("columns", mode="before")
     @classmethod

@@ -1,26 +1,42 @@
-"""`lake build`: the selected models, under their table locks, with a run record."""
+"""`lake build`: the selected models, under their table locks, with a run record; their unit
+tests first (framework/commands/test.py), as `dbt build` runs them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from framework.commands.common import locked, recorded
+from framework.commands.test import build_cases, run_in_child, shares_session, stopped_models
 from framework.config import Project
 from framework.history import settle_models
 from framework.lock import table_lock
 from framework.session import spark_session
 from framework.transform.runner import Selection, build
 from models.records import LockHolder, ModelResult, RunRecord
+from models.unit_test import UnitTestResult
 
 
 def run_build(*, project: Project, selection: Selection, incremental: bool, lock_timeout: float, argv: Sequence[str],
               on_start: Callable[[str], None] | None = None, on_result: Callable[[ModelResult], None] | None = None,
-              on_stale: Callable[[str, LockHolder], None] | None = None) -> RunRecord:
-    """Build the selection (one writer per model: its table lock, taken before Spark starts)."""
+              on_stale: Callable[[str, LockHolder], None] | None = None, unit_tests: bool = False,
+              on_tests: Callable[[list[UnitTestResult]], None] | None = None) -> RunRecord:
+    """Build the selection (one writer per model: its table lock, taken before Spark starts).
+    With `unit_tests`, the selected models' unit tests run first: a model whose tests fail is not
+    built (failed, with the diff as its error) and its descendants are skipped; `on_tests` gets
+    the results. They share the build's session when it is local, else run in a child process."""
+    cases = build_cases(project, selection) if unit_tests else []
     with locked(project, [table_lock(n) for n in selection.chosen], lock_timeout, argv, on_stale):
+        child = bool(cases) and not shares_session(project)  # decided before this process starts Spark
+        tested = run_in_child(project, cases) if child else []
         spark = spark_session(project)
         with recorded(project, "build", argv) as rec:
+            if cases and not child:
+                from framework.modeltest.run import run_cases
+
+                tested = run_cases(spark, project, selection.models, cases)
+            if tested and on_tests:
+                on_tests(tested)
             results = build(spark, project, list(selection.chosen), [], incremental, on_start=on_start, on_result=on_result,
-                            run_id=rec.run_id, loaded=selection)
+                            run_id=rec.run_id, loaded=selection, stopped=stopped_models(tested))
             settle_models(rec, results)
     return rec

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from framework import envs, history, hudi
 from framework.commands.build import run_build
+from framework.commands.test import build_cases, run_in_child, shares_session, stopped_models
 from framework.config import Project
 from framework.history import settle_models
 from framework.lock import hold, table_lock
@@ -18,6 +19,7 @@ from framework.session import spark_session
 from framework.transform.runner import Selection, build, selection
 from models.catalog import CatalogConfig
 from models.records import LockHolder, ModelResult, RunRecord
+from models.unit_test import UnitTestResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,10 +37,15 @@ def _latest(spark: SparkSession, layout: Layout, tables: set[str]) -> dict[str, 
 
 def run_env_build(*, project: Project, selection: Selection, env: str, incremental: bool, lock_timeout: float, argv: Sequence[str],
                   on_start: Callable[[str], None] | None = None, on_result: Callable[[ModelResult], None] | None = None,
-                  on_stale: Callable[[str, LockHolder], None] | None = None) -> RunRecord:
+                  on_stale: Callable[[str, LockHolder], None] | None = None, unit_tests: bool = False,
+                  on_tests: Callable[[list[UnitTestResult]], None] | None = None) -> RunRecord:
     """Build the selection into environment `env`: its tables, run record, quality results and
-    locks under `_env/<env>/`; every other table read from production as of its pin."""
+    locks under `_env/<env>/`; every other table read from production as of its pin. With
+    `unit_tests`, the models' unit tests run first, as `lake build` runs them."""
     envs.check_name(env)
+    cases = build_cases(project, selection) if unit_tests else []
+    child = bool(cases) and not shares_session(project)  # decided before this process starts Spark
+    tested = run_in_child(project, cases) if child else []
     warehouse = project.warehouse
     root = envs.env_root(warehouse, env)
     names = [table_lock(n) for n in selection.chosen]
@@ -51,8 +58,14 @@ def run_env_build(*, project: Project, selection: Selection, env: str, increment
         # production's entries there.
         private = replace(project, config=project.config.model_copy(update={"catalog": CatalogConfig()}))
         with history.recorded(layout, "build", list(argv), project.target) as rec:
+            if cases and not child:
+                from framework.modeltest.run import run_cases
+
+                tested = run_cases(spark, project, selection.models, cases)
+            if tested and on_tests:
+                on_tests(tested)
             results = build(spark, private, list(selection.chosen), [], incremental, on_start=on_start, on_result=on_result,
-                            run_id=rec.run_id, loaded=selection, layout=layout)
+                            run_id=rec.run_id, loaded=selection, layout=layout, stopped=stopped_models(tested))
             settle_models(rec, results)
     return rec
 

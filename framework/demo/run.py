@@ -149,6 +149,7 @@ def _rounds(project: Project, console: Console, events: int, seed: int, number: 
     sim = demo_data.Simulator(seed, start=demo_data.DEFAULT_START + timedelta(days=number - 1), binlog_index=2 + number)
     spark = spark_session(project)
     printer = report.batch_printer(console)
+    _test(spark, project, console)
 
     console.rule(f"round 1: snapshot of {len(sim.tables)} tables + {events} change events")
     emit(0, "snapshot", sim.snapshot())
@@ -187,6 +188,24 @@ def _pages(project: Project, console: Console) -> None:
     docs = generate_docs(project)
     console.print(f"run report: {runs}\ndocs site:  {docs}\n(open them in a browser; `lake --project {project.root} docs serve` serves both)",
                   markup=False, highlight=False)
+
+
+def _test(spark: SparkSession, project: Project, console: Console) -> None:
+    """`lake test`: the models' unit tests (their YAML's `tests:`), before anything is built."""
+    from framework.modeltest.cases import discover
+    from framework.modeltest.render import print_result, summary
+    from framework.modeltest.run import run_cases
+    from framework.transform.runner import selection
+
+    chosen = selection(project, [])
+    cases = discover(project, chosen.models, chosen.chosen)
+    if not cases:
+        return
+    console.rule("lake test: the models' unit tests, on given rows only")
+    results = run_cases(spark, project, chosen.models, cases, on_result=lambda r: print_result(console, r))
+    console.print(summary(results), markup=False, highlight=False)
+    if any(r.status != "pass" for r in results):
+        raise LakeError("the demo's unit tests failed (above)", fix="fix the model or its `tests:` in layers/, then rerun")
 
 
 def _build(spark: SparkSession, project: Project, console: Console, incremental: bool) -> bool:

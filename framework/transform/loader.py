@@ -117,10 +117,10 @@ def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue
     if cfg is None:
         return None
     text = path.read_text(encoding="utf-8")
-    # Checks gate commits and recompute_below_mib picks how to build; neither changes what a model
-    # computes, so editing them must not force a full rebuild. Hashing checks as empty and leaving
-    # the newer key out keeps the fingerprints of existing models.
-    cfg_text = json.dumps(cfg.model_copy(update={"checks": []}).model_dump(mode="json", exclude={"recompute_below_mib"}), sort_keys=True)
+    # Checks gate commits, recompute_below_mib picks how to build and tests only test; none
+    # changes what a model computes, so editing them must not force a full rebuild. Hashing checks
+    # as empty and leaving the newer keys out keeps the fingerprints of existing models.
+    cfg_text = json.dumps(cfg.model_copy(update={"checks": []}).model_dump(mode="json", exclude={"recompute_below_mib", "tests"}), sort_keys=True)
     sidecar = cfg_path if cfg_path.exists() else None
     if path.suffix == ".py":
         if not cfg.depends_on:

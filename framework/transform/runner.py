@@ -8,7 +8,7 @@ the reason and the run exits non-zero.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -68,12 +68,15 @@ def build(
     run_id: str | None = None,
     loaded: Selection | None = None,
     layout: Layout | None = None,
+    stopped: Mapping[str, ModelResult] | None = None,
 ) -> list[ModelResult]:
     """Build the selected models one at a time, upstreams first and the serving layer's chains
     before models that feed no DWS model (`serving_first`). `run_id` (the run record's) labels
     the quality results and quarantined rows; a fresh id is made when None. Results come back in
     the order the models were built. `loaded`: the project's models, already loaded. `layout`:
-    where tables are (an environment's, framework/envs.py; default production)."""
+    where tables are (an environment's, framework/envs.py; default production). `stopped`:
+    models not to build, with their (failed) results (their unit tests failed): their
+    descendants are skipped like those of a model that failed to build."""
     models, g = (loaded.models, loaded.graph) if loaded else load(project)
     order = serving_first(g, models, select(g, models, selectors, exclude))
     builder = Evaluator(spark, project, models, run_id=run_id, layout=layout)
@@ -83,6 +86,8 @@ def build(
         bad = [u for u in models[name].upstreams if u in blocked]
         if bad:
             r = ModelResult(model=name, strategy="-", mode="skipped", reason=f"upstream {bad[0]} failed")
+        elif stopped and name in stopped:
+            r = stopped[name]
         else:
             if on_start:
                 on_start(name)

@@ -25,6 +25,8 @@ def test_scaffolded_project_loads(tmp_path: Path) -> None:
         "layers/ods/inventory.yaml",
         "layers/dwd/README.md",
         "layers/dws/README.md",
+        "layers/dws/customers_by_domain.sql",
+        "layers/dws/customers_by_domain.yaml",
         "cdc/0001-customers.json",
         ".gitignore",
     }
@@ -90,3 +92,15 @@ def test_existing_gitignore_is_extended_not_replaced(tmp_path: Path) -> None:
     scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
     assert (tmp_path / ".gitignore").read_text().splitlines()[0] == "*.pyc"
     assert "warehouse/" in (tmp_path / ".gitignore").read_text().split()
+
+
+def test_the_example_model_and_its_unit_test_load(tmp_path: Path) -> None:
+    from framework.modeltest.cases import discover
+    from framework.transform.loader import load_models
+
+    scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
+    project = load_project(tmp_path)
+    models = load_models(project)
+    (case,) = discover(project, models, ["dws.customers_by_domain"])
+    assert case.incremental and case.key == ("domain",)
+    assert case.final["ods.customers"] == ({"id": 1001, "email": "sally.thomas@acme.com"}, {"id": 1002, "email": "george@acme.com"})
