@@ -30,6 +30,8 @@ from framework.demo.services import die_with_parent, free_port, log_tail, stop_p
 from framework.errors import EnvironmentProblem
 
 USER, PASSWORD = "lake", "lake-cdc"  # a loopback-only server that lives as long as a test
+# SQL text, or text with %s placeholders and their values (PyMySQL quotes them).
+Statement = str | tuple[str, tuple[Any, ...]]
 
 
 def executables() -> tuple[str, str]:
@@ -183,24 +185,24 @@ class MariaDB:
                                  autocommit=True, charset="utf8mb4", init_command="SET time_zone = '+00:00'")
         return conn
 
-    def execute(self, statements: str | Iterable[str], database: str | None = None) -> None:
+    def execute(self, statements: Statement | Iterable[Statement], database: str | None = None) -> None:
         """Run statements in order, each committed on its own (autocommit)."""
         conn = self.connect(database)
         try:
             with conn.cursor() as cur:
-                for sql in [statements] if isinstance(statements, str) else statements:
-                    cur.execute(sql)
+                for st in [statements] if isinstance(statements, (str, tuple)) else statements:
+                    _run(cur, st)
         finally:
             conn.close()
 
-    def transaction(self, statements: Sequence[str], database: str | None = None) -> None:
+    def transaction(self, statements: Sequence[Statement], database: str | None = None) -> None:
         """Run statements as one transaction (one binlog transaction, one GTID)."""
         conn = self.connect(database)
         try:
             conn.begin()
             with conn.cursor() as cur:
-                for sql in statements:
-                    cur.execute(sql)
+                for st in statements:
+                    _run(cur, st)
             conn.commit()
         finally:
             conn.close()
@@ -218,3 +220,10 @@ class MariaDB:
     def __repr__(self) -> str:
         state = f"pid {self.process.pid} on 127.0.0.1:{self.port}" if self.process else "stopped"
         return f"MariaDB({state}, {self.work_dir})"
+
+
+def _run(cursor: Any, statement: Statement) -> None:
+    if isinstance(statement, tuple):
+        cursor.execute(statement[0], statement[1])
+    else:
+        cursor.execute(statement)
