@@ -108,6 +108,18 @@ class Shop:
         self.db.execute(f"TRUNCATE TABLE {table}", database=self.database)
         self.keys[table].clear()
 
+    def alter(self) -> None:
+        """Round 2 of the chain: an added column and a widened VARCHAR, with values that use them."""
+        self.ddl("ALTER TABLE customer ADD COLUMN tier VARCHAR(12) NULL", "customer", ("tier", [None, "gold", "silber ✓", "青铜"]))
+        self.ddl("ALTER TABLE orders MODIFY note VARCHAR(200) NULL")
+        self.notes += ["a note longer than the twenty characters it had ✓", "長い注文メモ" * 5]
+
+    def refill(self, table: str = "product") -> None:
+        """Round 3 of the chain: TRUNCATE (Debezium op=t), then the same keys inserted again."""
+        keys = sorted(self.keys[table])
+        self.truncate(table)
+        self.run([self.insert(table, self.row(table, k)) for k in keys])
+
     # -- rows and statements -------------------------------------------------------------------
     def row(self, table: str, key: int) -> dict[str, Any]:
         r = self.rnd
@@ -186,13 +198,13 @@ class Shop:
 _KEY = {"customer": "id", "product": "pid", "orders": "id"}
 
 
-def project_files(database: str, bootstrap_servers: str, prefix: str, models: bool = True) -> dict[str, str]:
+def project_files(database: str, bootstrap_servers: str, prefix: str, models: bool = True, pattern: str | None = None) -> dict[str, str]:
     """The lake project reading the shop through Kafka: `lake.yaml` and `layers/`, by relative path.
 
     The topic pattern takes every topic the connector writes: the tables', the schema changes
     (`<prefix>`), the schema history, transaction metadata and heartbeats; lake uses the rows
-    and skips the rest."""
-    pattern = rf"(__debezium-heartbeat\.)?{prefix}(\..*)?"
+    and skips the rest. `pattern`: another topic pattern; `models`: False for the ODS tables alone."""
+    pattern = pattern or rf"(__debezium-heartbeat\.)?{prefix}(\..*)?"
     files = {
         "lake.yaml": (
             f"name: shop\nwarehouse: warehouse\nspark: {{master: 'local[2]', conf: {{spark.sql.shuffle.partitions: '2'}}}}\n"
