@@ -3,8 +3,8 @@
 MariaDB (Debian's package), a Kafka broker and Kafka Connect with Debezium's MariaDB connector
 start on loopback ports in `<project>/out/cdc-demo/`; a shop database gets seed rows (the
 snapshot) and three rounds of transactions (the second adds a column and widens a VARCHAR, the
-third truncates a table and fills it again). After each round one `lake run` cycle ingests what
-Debezium published and builds the models; at the end every ODS table and model is compared with
+third truncates a table and inserts two thirds of its keys again). After each round one `lake
+run` cycle ingests what Debezium published and builds the models; at the end every ODS table and model is compared with
 what MariaDB itself returns (framework.demo.oracle). Everything it started is stopped at the end,
 also on errors and Ctrl-C. The demo's lake project (`lake.yaml`, `layers/`, `warehouse/`) stays
 in that folder to explore; the services do not, so `lake sql` works there but `lake run` has no
@@ -84,10 +84,10 @@ def _rounds(demo: Project, console: Console, shop: Shop, connect: DebeziumConnec
     from framework.session import spark_session
 
     spark = spark_session(demo)
-    steps: list[tuple[str, Callable[[], None]]] = [
+    steps: list[tuple[str, Callable[[], object]]] = [
         ("the snapshot, then random transactions", lambda: None),
         ("ALTER TABLE customer ADD COLUMN tier; orders.note VARCHAR(20) -> VARCHAR(200)", shop.alter),
-        ("TRUNCATE TABLE product, the same keys inserted again", shop.refill),
+        ("TRUNCATE TABLE product, two thirds of it inserted again", shop.refill),
     ]
     for n, (label, step) in enumerate(steps, 1):
         console.rule(f"round {n}: {label} + {events} transactions")

@@ -114,11 +114,14 @@ class Shop:
         self.ddl("ALTER TABLE orders MODIFY note VARCHAR(200) NULL")
         self.notes += ["a note longer than the twenty characters it had ✓", "長い注文メモ" * 5]
 
-    def refill(self, table: str = "product") -> None:
-        """Round 3 of the chain: TRUNCATE (Debezium op=t), then the same keys inserted again."""
+    def refill(self, table: str = "product") -> int:
+        """Round 3 of the chain: TRUNCATE (Debezium op=t), then two thirds of the keys inserted
+        again with new values; the rest must disappear. Returns how many keys did not come back."""
         keys = sorted(self.keys[table])
+        back = keys[: len(keys) * 2 // 3]
         self.truncate(table)
-        self.run([self.insert(table, self.row(table, k)) for k in keys])
+        self.run([self.insert(table, self.row(table, k)) for k in back])
+        return len(keys) - len(back)
 
     # -- rows and statements -------------------------------------------------------------------
     def row(self, table: str, key: int) -> dict[str, Any]:

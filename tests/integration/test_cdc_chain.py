@@ -78,14 +78,18 @@ def test_ods_and_models_equal_mariadb_through_the_real_chain(tmp_path: Path, spa
         shop.changes(40)
         _round(spark, root, cdc_chain, connect, database, MODEL_NAMES)
 
-        # Round 3: TRUNCATE (Debezium op=t) and the same keys inserted again, then more changes.
-        shop.refill("product")
+        # Round 3: TRUNCATE (Debezium op=t), two thirds of the keys inserted again, more changes.
+        gone = shop.refill("product")  # (if lake ignored the truncate, these rows would stay)
         shop.changes(30)
         rec = _round(spark, root, cdc_chain, connect, database, MODEL_NAMES)
-        assert rec.ingest is not None and rec.ingest.totals()["product"].truncated > 0
+        assert gone > 0 and rec.ingest is not None and rec.ingest.totals()["product"].deletes >= gone
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="lossless widening lands with branch widen")
+class WideningNotTaken(AssertionError):
+    """ODS differs from MariaDB after the widening (the xfail's expected failure; any other failure is a failure)."""
+
+
+@pytest.mark.xfail(strict=True, raises=WideningNotTaken, reason="lossless widening lands with branch widen")
 def test_lossless_widening_through_the_real_chain(tmp_path: Path, spark: Any, cdc_chain: Any) -> None:
     """DECIMAL(10,2) -> DECIMAL(12,2) and INT -> BIGINT in MariaDB, then values only the wider
     types hold: ODS must still equal the source (today the product events go to the dead letter)."""
@@ -100,4 +104,7 @@ def test_lossless_widening_through_the_real_chain(tmp_path: Path, spark: Any, cd
         shop.ddl("ALTER TABLE product MODIFY stock BIGINT NULL")
         shop.run([shop.update("product", pid) for pid in sorted(shop.keys["product"])[:3]]
                  + [("UPDATE product SET price = %s, stock = %s WHERE pid = %s", (Decimal("1234567890.12"), 9_000_000_000, 1))])
-        _round(spark, root, cdc_chain, connect, database, [], ("product",))
+        try:
+            _round(spark, root, cdc_chain, connect, database, [], ("product",))
+        except AssertionError as e:  # today: the product events after the ALTERs are dead-lettered
+            raise WideningNotTaken(str(e)) from e
