@@ -5,9 +5,9 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install chromium jars demo demo-kafka kafka-broker test unit lint bench clean
+.PHONY: install chromium mariadb jars demo demo-kafka demo-cdc kafka-broker test unit lint bench clean
 
-install: $(STAMP) jars chromium
+install: $(STAMP) jars chromium mariadb
 
 # Headless Chromium renders `lake report` in the report test (Debian's package). Installed when
 # missing and running as root; otherwise that test skips and says why.
@@ -15,6 +15,14 @@ chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; \
 	  else echo "note: chromium is missing (apt-get install -y chromium as root); the report test will skip"; fi; }
+
+# MariaDB (Debian's package) is the real database of the CDC chain test and `make demo-cdc`.
+# Installed when missing and running as root; otherwise that test skips and says why. Only the
+# binaries are used: lake starts its own server on a loopback port, never the system service.
+mariadb:
+	@command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server; }; \
+	  else echo "note: mariadb-server is missing (apt-get install -y mariadb-server as root); the CDC chain test will skip"; fi; }
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required: apt-get install -y openjdk-17-jre-headless"; exit 1; }
@@ -25,7 +33,8 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# The Hudi bundle, Spark's Kafka connector and the Kafka broker, into .cache/jars (or $LAKE_JAR_CACHE).
+# The Hudi bundle, Spark's Kafka connector, the Kafka broker, Kafka Connect and Debezium's MariaDB
+# connector, into .cache/jars (or $LAKE_JAR_CACHE).
 jars: $(STAMP)
 	@$(PY) -m framework.jars >/dev/null
 
@@ -34,6 +43,10 @@ demo: install
 
 demo-kafka: install
 	$(VENV)/bin/lake demo --kafka
+
+# The real chain: MariaDB -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/.
+demo-cdc: install
+	$(VENV)/bin/lake demo --source mariadb
 
 # A single-node Kafka broker on a free loopback port, data in out/kafka, until Ctrl-C.
 kafka-broker: install

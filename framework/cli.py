@@ -110,22 +110,33 @@ def sql(obj: Ctx, query: str, fmt: str, limit: int) -> None:
 
 
 @main.command()
-@click.option("--events", default=400, show_default=True, help="CDC events per table and round (roughly).")
+@click.option("--events", type=int, default=None, help="CDC events per table and round, roughly (default 400); with --source mariadb, transactions per round (default 40).")
 @click.option("--seed", default=7, show_default=True)
 @click.option("--fresh/--keep", default=True, show_default=True,
               help="Empty the demo's warehouse and CDC directory first (only what `lake demo` created; each removed path is printed).")
 @click.option("--kafka", is_flag=True, help="Start a local Kafka broker, publish the CDC to it and ingest from Kafka (out/kafka-demo/).")
+@click.option("--source", type=click.Choice(["simulator", "mariadb"]), default="simulator", show_default=True,
+              help="mariadb: the real chain, MariaDB -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/ (--events: transactions per round).")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def demo(obj: Ctx, events: int, seed: int, fresh: bool, kafka: bool, lock_timeout: float) -> None:
+def demo(obj: Ctx, events: int | None, seed: int, fresh: bool, kafka: bool, source: str, lock_timeout: float) -> None:
     """Generate Debezium batches for the seed tables, ingest them and print a summary.
 
     Runs in its own project, out/demo/ under --project (never the project's warehouse or CDC),
-    set up from the project's declarations of the seed tables and the models built from them."""
+    set up from the project's declarations of the seed tables and the models built from them.
+    With --source mariadb, starts MariaDB, a Kafka broker and Debezium, writes SQL and compares
+    lake's tables with MariaDB's answers (out/cdc-demo/; stops every service it started)."""
+    if source == "mariadb":
+        from framework.demo.chain import run_cdc_demo
+
+        if kafka:
+            raise LakeError("--kafka and --source mariadb do not go together", fix="--source mariadb always runs through Kafka; drop --kafka")
+        run_cdc_demo(obj.project(), obj.console, events=40 if events is None else events, seed=seed, lock_timeout=lock_timeout)
+        return
     from framework.demo.run import run_demo
 
-    run_demo(obj.project(), obj.console, events=events, seed=seed, fresh=fresh, kafka=kafka, lock_timeout=lock_timeout)
+    run_demo(obj.project(), obj.console, events=400 if events is None else events, seed=seed, fresh=fresh, kafka=kafka, lock_timeout=lock_timeout)
 
 
 @main.command()

@@ -14,6 +14,13 @@ Kafka needs whole dependency trees, not one jar: `ensure_artifacts` resolves the
   this project fetches from has no 3.5.4-3.5.6 of that artifact (3.5.0, 3.5.1, 3.5.3, 3.5.7).
   An older connector on a newer Spark of the same 3.5 line is the safe direction; 3.5.7 could
   call Spark methods that 3.5.5 lacks.
+- the real CDC chain (tests/cdc_chain.py, `make demo-cdc`): Kafka Connect standalone of the
+  broker's Kafka version, and Debezium's MariaDB connector 2.7.0.Final (the only 2.7 release of it
+  the Maven Central reachable here serves; 2.7.1-2.7.4 are missing). Debezium's MySQL connector
+  2.7.4 also reads MariaDB's binlog, but it does not understand MariaDB's GTIDs, so its events have
+  no `source.gtid` and it writes no transaction metadata; the MariaDB connector does both. Each
+  connector is a Connect plugin in its own directory (`plugin.path`), so its dependencies never
+  meet Connect's on one classpath.
 """
 
 from __future__ import annotations
@@ -37,6 +44,13 @@ KAFKA_BROKER = (
     "org.slf4j:slf4j-reload4j:1.7.36",
     "ch.qos.reload4j:reload4j:1.2.25",
 )
+KAFKA_CONNECT = (f"org.apache.kafka:connect-runtime:{KAFKA_VERSION}", *KAFKA_BROKER[1:])
+DEBEZIUM = {
+    "mariadb": "io.debezium:debezium-connector-mariadb:2.7.0.Final",
+    "mysql": "io.debezium:debezium-connector-mysql:2.7.4.Final",
+}
+# Connect provides these to every plugin; a plugin's own copies would shadow them.
+CONNECT_PROVIDED = ("org.apache.kafka:*", "org.slf4j:*", "ch.qos.reload4j:*", "log4j:*")
 SPARK_KAFKA_CONNECTOR = ("org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.3",)
 # Already in pyspark/jars (or Spark itself): two copies on one classpath is asking for trouble.
 SPARK_PROVIDED = (
@@ -155,6 +169,19 @@ def kafka_broker_classpath() -> list[Path]:
     return ensure_artifacts(f"kafka-broker-{KAFKA_VERSION}", KAFKA_BROKER)
 
 
+def kafka_connect_classpath() -> list[Path]:
+    """Jars to run Kafka Connect (`java -cp ... org.apache.kafka.connect.cli.ConnectStandalone`)."""
+    return ensure_artifacts(f"kafka-connect-{KAFKA_VERSION}", KAFKA_CONNECT)
+
+
+def debezium_plugin(flavor: str = "mariadb") -> Path:
+    """The directory holding one Debezium connector (`DEBEZIUM[flavor]`) and its dependencies:
+    one Connect plugin (Connect's `plugin.path` names a directory of such directories)."""
+    coordinate = DEBEZIUM[flavor]
+    _group, artifact, version = coordinate.split(":")
+    return ensure_artifacts(f"{artifact}-{version}", (coordinate,), CONNECT_PROVIDED)[0].parent
+
+
 def kafka_connector_jars() -> list[Path]:
     """Jars to add to pyspark's own for `spark.readStream.format("kafka")`."""
     version = SPARK_KAFKA_CONNECTOR[0].rsplit(":", 1)[1]
@@ -184,5 +211,6 @@ def ensure_java() -> None:
 
 if __name__ == "__main__":  # used by `make install`
     print(ensure_jar(HUDI_BUNDLE))
-    for jar in [*kafka_connector_jars(), *kafka_broker_classpath(), *s3_jars()]:
+    for jar in [*kafka_connector_jars(), *kafka_broker_classpath(), *s3_jars(), *kafka_connect_classpath()]:
         print(jar)
+    print(debezium_plugin("mariadb"))

@@ -61,6 +61,8 @@ def print_ingest_summary(console: Console, s: IngestSummary) -> None:
     console.print(table)
     if s.tombstones:
         console.print(f"tombstones skipped: {s.tombstones}")
+    if s.control:
+        console.print(f"Debezium control messages skipped (schema changes, heartbeats, transaction metadata): {s.control}")
     if s.dead_letter:
         console.print(f"[yellow]dead letter: {s.dead_letter} event(s)[/] (query: lake sql 'select loc, reason from _lake.dead_letter')")
         for reason, n in sorted(s.dead_reasons().items(), key=lambda kv: -kv[1]):

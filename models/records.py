@@ -43,6 +43,7 @@ class BatchResult(BaseModel):
     finished_at: datetime | None = None
     events: int = 0
     tombstones: int = 0
+    control: int = 0  # Debezium schema changes, heartbeats, transaction metadata: no row, skipped
     dead_letter: int = 0
     dead_reasons: dict[str, int] = Field(default_factory=dict)
     tables: dict[str, TableBatchResult] = Field(default_factory=dict)
@@ -90,6 +91,10 @@ class IngestSummary(BaseModel):
     @property
     def tombstones(self) -> int:
         return sum(b.tombstones for b in self.batches)
+
+    @property
+    def control(self) -> int:
+        return sum(b.control for b in self.batches)
 
     def dead_reasons(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -1,4 +1,5 @@
-"""Shared fixtures: one SparkSession (with the Hudi bundle), one Kafka broker and one Hive metastore per test session."""
+"""Shared fixtures: one SparkSession (with the Hudi bundle), one Kafka broker, one Hive metastore and
+one MariaDB (the real CDC chain) per test session."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 if TYPE_CHECKING:
     from framework.demo.broker import KafkaBroker
     from framework.demo.metastore import HiveMetastore
+    from tests.cdc_chain import Chain
     from tests.s3_fixture import S3Server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,6 +47,14 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     from tests.kafka_fixture import running_broker
 
     yield from running_broker(tmp_path_factory.mktemp("kafka"))
+
+
+@pytest.fixture(scope="session")
+def cdc_chain(tmp_path_factory: pytest.TempPathFactory, kafka_broker: KafkaBroker) -> Iterator[Chain]:
+    """MariaDB beside the session's Kafka broker; `.connector(prefix, databases)` starts Debezium."""
+    from tests.cdc_chain import running_chain
+
+    yield from running_chain(tmp_path_factory.mktemp("cdc-chain"), kafka_broker)
 
 
 @pytest.fixture(scope="session")

@@ -111,6 +111,8 @@ class OdsBatchWriter:
             result.events += r["n"]
             if r["status"] == "tombstone":
                 result.tombstones += r["n"]
+            elif r["status"] == "control":  # Debezium's schema changes, heartbeats, transaction markers
+                result.control += r["n"]
             elif r["status"] == "dead":
                 result.dead_letter += r["n"]
                 result.dead_reasons[r["reason"]] = result.dead_reasons.get(r["reason"], 0) + r["n"]
@@ -153,7 +155,7 @@ class OdsBatchWriter:
         for p in prepared:
             for reason, n in p.dead_reasons.items():
                 reasons[reason] = reasons.get(reason, 0) + n
-        counted = result.events - result.tombstones
+        counted = result.events - result.tombstones - result.control
         dead = result.dead_letter + sum(p.result.dead_letter for p in prepared)
         over = [(f"micro-batch {batch_id}", dead, counted)] if counted and dead / counted > ratio else []
         for p in prepared:

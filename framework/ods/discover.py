@@ -25,7 +25,7 @@ def auto_create(project: Project, env: DataFrame, tables: dict[str, OdsTable], a
     auto = project.config.ods.auto_create
     found = (
         env.select("tbl", F.col("src.db").alias("db"), F.col("src.schema").alias("schema"), F.col("src.table").alias("table"))
-        .where((F.length("db") > 0) & (F.length("table") > 0))
+        .where((F.length("db") > 0) & (F.length("table") > 0) & F.col("control").isNull())
         .distinct()
         .collect()
     )
@@ -59,7 +59,8 @@ def resolve_keys(env: DataFrame, tables: dict[str, OdsTable], state: Callable[[O
     inner = F.from_json(kmap.getItem("payload"), D.IMAGE_MAP)  # type: ignore[arg-type]
     fields = F.when(kmap.getItem("schema").isNotNull() & inner.isNotNull(), F.map_keys(inner)).otherwise(F.map_keys(kmap))
     found = (
-        env.where(F.col("msg_key").isNotNull())
+        # Not a schema change's key ({databaseName}) nor a heartbeat's ({serverName}).
+        env.where(F.col("msg_key").isNotNull() & F.col("control").isNull())
         .select("tbl", fields.alias("fields"))
         .where(F.col("tbl").isin(missing) & (F.size("fields") > 0))
         .groupBy("tbl").agg(F.first("fields").alias("fields"))

@@ -1,5 +1,12 @@
 """The first steps of an ODS micro-batch, over all tables at once: parse every Debezium envelope
-(once), then classify each message (ok / tombstone / dead with a reason) against the tables.
+(once), then classify each message (ok / tombstone / control / dead with a reason) against the tables.
+
+`control`: the messages a real Debezium connector writes besides row changes, when lake subscribes
+to its other topics too (a `topic_pattern` such as `dbserver1.*` does): schema-change events (the
+`<prefix>` topic) and schema-history records (`ddl`), transaction metadata (`status` BEGIN/END
+with an `id`; provide.transaction.metadata) and heartbeats (`ts_ms` alone; heartbeat.interval.ms).
+They carry no row, so they are counted and skipped. Row events carry the column types lake needs
+in their own schema block, so the DDL is not needed either.
 
 Input messages have `value` (the text), `loc` (where it came from), `arrival` (a sortable text of
 arrival order), `origin` and, from Kafka, `msg_key`. Everything stays in the JVM (no Python UDFs):
@@ -19,10 +26,27 @@ from framework.ods import decode as D
 from framework.ods.routing import routing_id
 from models.config import OdsTable
 
+HEARTBEAT = "io.debezium.connector.common.Heartbeat"
+
+
+def _control(has_payload: Column) -> Column:
+    """Which Debezium control message a message without `op` is (module docstring), else NULL."""
+    body = F.when(has_payload, F.col("env.payload")).otherwise(F.col("value"))
+    status = F.get_json_object(body, "$.status")
+    kind = (
+        F.when(F.get_json_object(body, "$.ddl").isNotNull(), F.lit("schema change"))
+        .when(status.isin("BEGIN", "END") & F.get_json_object(body, "$.id").isNotNull(), F.lit("transaction"))
+        .when((F.get_json_object(F.col("env.schema"), "$.name") == HEARTBEAT)
+              | (F.json_object_keys(body) == F.array(F.lit("ts_ms"))), F.lit("heartbeat"))
+    )
+    parsed = F.col("env._corrupt").isNull() & F.col("p._corrupt").isNull()
+    return F.when(F.col("p.op").isNull() & parsed & F.col("value").isNotNull(), kind)
+
 
 def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
     """One row per message: op, images, schema block, routing id (`tbl`), source positions and
-    times, parse errors, whether it is a tombstone, and the row image as a map (`img`)."""
+    times, parse errors, whether it is a tombstone or a Debezium control message (`control`),
+    and the row image as a map (`img`)."""
     env = F.from_json(F.col("value"), D.ENVELOPE, D.JSON_OPTS)
     df = msgs.withColumn("env", env)
     has_payload = F.col("env.payload").isNotNull()
@@ -46,6 +70,7 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
         D.binlog_position(pos_seq, F.col("src")).alias("binlog_pos"),
         F.col("env._corrupt").alias("corrupt"),
         F.col("p._corrupt").alias("pcorrupt"),
+        _control(has_payload).alias("control"),
         (
             F.col("value").isNull()  # a Kafka tombstone (Debezium's after a delete)
             | (F.trim(F.col("value")) == "null")
@@ -61,7 +86,7 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
 
 
 def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str]) -> DataFrame:
-    """`status` (ok / tombstone / dead) and `reason` of every message, and `ord_missing`: a delete
+    """`status` (ok / tombstone / control / dead) and `reason` of every message, and `ord_missing`: a delete
     whose before-image lacks its table's `ordering:` columns (see prepare.ordering_prefix)."""
     tables = list(tables)
     known = F.col("tbl").isin(list(declared)) if declared else F.lit(False)
@@ -84,8 +109,10 @@ def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str
         if t.ordering:
             lacks = reduce(lambda a, b: a | b, [F.col("img").getItem(c).isNull() for c in t.ordering])
             ord_missing = F.when(F.col("tbl") == t.source, (F.col("op") == "d") & F.coalesce(lacks, F.lit(True))).otherwise(ord_missing)
-    status = F.when(F.col("tombstone"), F.lit("tombstone")).when(reason.isNotNull(), F.lit("dead")).otherwise(F.lit("ok"))
-    return df.withColumn("ord_missing", ord_missing).withColumn("reason", F.when(~F.col("tombstone"), reason)).withColumn("status", status)
+    status = (F.when(F.col("tombstone"), F.lit("tombstone")).when(F.col("control").isNotNull(), F.lit("control"))
+              .when(reason.isNotNull(), F.lit("dead")).otherwise(F.lit("ok")))
+    live = ~F.col("tombstone") & F.col("control").isNull()
+    return df.withColumn("ord_missing", ord_missing).withColumn("reason", F.when(live, reason)).withColumn("status", status)
 
 
 def _key_problem(tables: list[OdsTable]) -> Column:
