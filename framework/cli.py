@@ -268,12 +268,13 @@ def dag(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
     """Print the model graph (no Spark)."""
     from framework.transform.dag import render, select
     from framework.transform.runner import load
+    from framework.transform.state import recorded
 
     project = obj.project()
     models, g = load(project)
     only = None
     if selectors:
-        chosen = set(select(g, models, list(selectors)))
+        chosen = set(select(g, models, list(selectors), project=project, recorded=recorded(project)))
         only = chosen | {u for n in chosen for u in g.predecessors(n)}
     click.echo(render(g, fmt, only))
 

@@ -20,6 +20,7 @@ from framework.quality.checks import evaluate
 from framework.transform.dag import build_graph, select
 from framework.transform.loader import load_models
 from framework.transform.reader import TableReader
+from framework.transform.state import recorded
 from models.quality import CheckSpec
 from models.quality_result import ModelQuality
 from models.records import ModelResult, RunRecord
@@ -35,21 +36,17 @@ class Target:
 
 
 def targets(project: Project, selectors: list[str]) -> list[Target]:
-    """What `lake check SEL...` covers: models by selector, ODS tables by `ods.<name>` or
-    `layer:ods`; everything with checks when no selector is given."""
+    """What `lake check SEL...` covers: models and ODS tables by selector (`ods.<name>`,
+    `layer:ods`, `tag:x,layer:dws`, ...); everything with checks when no selector is given."""
     models = load_models(project)
     g = build_graph(project, models)
-    ods_sel = [s for s in selectors if s == "layer:ods" or s.lower().startswith("ods.")]
-    model_sel = [s for s in selectors if s not in ods_sel]
-    if selectors:
-        tables = [project.ods_table(s) for s in ods_sel if s != "layer:ods"]
-        if "layer:ods" in ods_sel:
-            tables = list(project.ods_tables)
-        chosen = select(g, models, model_sel) if model_sel else []
-    else:
-        tables, chosen = list(project.ods_tables), select(g, models, [])
-    out = [Target(t.qualified_name, list(t.checks), list(t.key)) for t in tables]
-    out += [Target(n, list(models[n].config.checks), list(models[n].config.key or [])) for n in chosen]
+    ods = {t.qualified_name: t for t in project.ods_tables}
+    out = []
+    for n in select(g, models, selectors, project=project, recorded=recorded(project), nodes=True):
+        if n in ods:
+            out.append(Target(n, list(ods[n].checks), list(ods[n].key)))
+        elif n in models:
+            out.append(Target(n, list(models[n].config.checks), list(models[n].config.key or [])))
     return [t for t in out if t.checks]
 
 
