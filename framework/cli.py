@@ -12,6 +12,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from framework.cli_freshness import freshness, print_freshness
 from framework.cli_support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
@@ -157,18 +158,21 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
 def check(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
     """Run the declared checks against the current tables, without building: dws.user_agg, ods.users.
 
-    Exits 1 if an error-severity check fails. Results are stored (see `lake report`)."""
+    Exits 1 if an error-severity check fails or an ODS table is past its freshness error_after.
+    Results are stored (see `lake report`)."""
     from framework import report
     from framework.commands.check import run_check
 
     rec, results, missing = run_check(project=obj.project(), selectors=list(selectors), argv=sys.argv[1:])
     if fmt == "json":
         click.echo(json.dumps({"run_id": rec.run_id, "results": [r.model_dump(mode="json", exclude={"ge_results"}) for r in results],
-                               "skipped": missing}, indent=2))
+                               "skipped": missing, "freshness": [f.model_dump(mode="json") for f in rec.sources.values()]}, indent=2))
     else:
         report.print_checks(obj.console, results)
         for n in missing:
             say(obj.console, f"  {n}: skipped, no table yet")
+        if rec.sources:
+            print_freshness(obj.console, list(rec.sources.values()))
         say(obj.console, f"run {rec.run_id}; `lake report --run {rec.run_id}` renders it")
     if rec.status == "failed":
         sys.exit(1)
@@ -378,6 +382,8 @@ def runs_show(obj: Ctx, run_id: str) -> None:
     ensure_storage(obj.project())
     click.echo(history.get(Layout(obj.project().warehouse), run_id).model_dump_json(indent=2))
 
+
+main.add_command(freshness)
 
 if __name__ == "__main__":
     main()

@@ -202,9 +202,11 @@ def cycle_printer(console: Console) -> Callable[[Any], None]:
         events = rec.ingest.events if rec.ingest else 0
         built = [m for m in rec.models if m.mode in BUILT_MODES]
         fresh = ", ".join(f"{k} {v.oldest_event_lag_s:.1f}s" for k, v in sorted(rec.freshness.items()))
+        stale = ", ".join(f"{k} {v.status}" for k, v in sorted(rec.sources.items()) if v.status in ("warn", "error"))
         colour = "red" if rec.status == "failed" else "green"
         line = Text.assemble((f"run {rec.run_id}", colour), f": {events} events, {len(built)} model(s) built",
-                             f"; freshness (oldest event → commit) {fresh}" if fresh else "")
+                             f"; freshness (oldest event → commit) {fresh}" if fresh else "",
+                             f"; stale sources (freshness:) {stale}" if stale else "")
         if rec.error:
             line.append("; ").append(rec.error, "red")
         console.print(line, highlight=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from framework.avro import AvroError, read_container
@@ -23,6 +24,9 @@ from framework.location import Location
 from framework.storage import storage_for
 
 DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
+# An ODS commit's newest source event time (source.ts_ms of the batch's events, epoch ms), in its
+# lake metadata: what `lake freshness` measures from (framework/freshness.py).
+EVENT_TS_MAX = "ods_event_ts_max"
 _COMPLETED = re.compile(r"^(\d+)_(\d+)\.(" + "|".join(DATA_ACTIONS) + r")$")
 
 
@@ -58,9 +62,25 @@ def completed(table: Location) -> list[Instant]:
     return sorted(out, key=lambda i: i.completed)
 
 
+def instant_time(table: Location, text: str) -> datetime:
+    """An instant time (`yyyyMMddHHmmssSSS`) as an aware datetime. Hudi writes them in the
+    table's `hoodie.table.timeline.timezone`: UTC, or LOCAL (the default), the writer JVM's zone,
+    taken to be this machine's."""
+    props = table / ".hoodie" / "hoodie.properties"
+    fs = storage_for(table)
+    utc = fs.exists(props) and "hoodie.table.timeline.timezone=UTC" in fs.read_text(props)
+    naive = datetime.strptime(text[:17].ljust(17, "0"), "%Y%m%d%H%M%S%f")
+    return naive.replace(tzinfo=timezone.utc) if utc else naive.astimezone(timezone.utc)
+
+
+_CACHE: dict[str, Commit] = {}  # completed instants' files never change: read each once per process
+
+
 def read_commit(table: Location, instant: Instant) -> Commit:
     """The metadata of one completed commit."""
     loc = _dir(table) / f"{instant.requested}_{instant.completed}.{instant.action}"
+    if str(loc) in _CACHE:
+        return _CACHE[str(loc)]
     try:
         (meta,) = read_container(storage_for(table).read_bytes(loc))
     except (AvroError, ValueError) as e:
@@ -70,7 +90,8 @@ def read_commit(table: Location, instant: Instant) -> Commit:
     lake = {k[len(META_PREFIX):]: str(v) for k, v in extra.items() if k.startswith(META_PREFIX)}
     stats = [s for files in (meta.get("partitionToWriteStats") or {}).values() for s in files or ()]
     total = {f: sum(int(s.get(f) or 0) for s in stats) for f in ("numInserts", "numUpdateWrites", "numDeletes")}
-    return Commit(instant, lake, total["numInserts"], total["numUpdateWrites"], total["numDeletes"])
+    _CACHE[str(loc)] = Commit(instant, lake, total["numInserts"], total["numUpdateWrites"], total["numDeletes"])
+    return _CACHE[str(loc)]
 
 
 def last_commit(table: Location) -> Commit | None:

@@ -127,6 +127,23 @@ class Freshness(BaseModel):
     newest_event_lag_s: float  # commit time minus the newest one
 
 
+class SourceFreshness(BaseModel):
+    """How old an ODS table's newest ingested source event is, against its `freshness:`."""
+
+    table: str
+    status: Literal["ok", "warn", "error", "none"]  # none: the table declares no freshness
+    # source.ts_ms: the newest source event time ingested (recorded in the table's commits);
+    # last commit: no commit records one (a bootstrap load, a table written before lake recorded
+    # them), so the age of the last commit; nothing: no commit yet.
+    measured_from: Literal["source.ts_ms", "last commit", "nothing"]
+    age_s: float | None = None
+    newest_event_at: datetime | None = None
+    last_commit_at: datetime | None = None
+    warn_after_s: float | None = None
+    error_after_s: float | None = None
+    checked_at: datetime
+
+
 class RunRecord(BaseModel):
     """One `lake ingest` or `lake build` run, stored under <warehouse>/_lake/runs/."""
 
@@ -144,6 +161,7 @@ class RunRecord(BaseModel):
     ingest: IngestSummary | None = None
     models: list[ModelResult] = Field(default_factory=list)
     freshness: dict[str, Freshness] = Field(default_factory=dict)  # per model built by `lake run`
+    sources: dict[str, SourceFreshness] = Field(default_factory=dict)  # ODS tables with `freshness:` (run, check)
 
 
 class LockHolder(BaseModel):
