@@ -27,6 +27,7 @@ DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 # An ODS commit's newest source event time (source.ts_ms of the batch's events, epoch ms), in its
 # lake metadata: what `lake freshness` measures from (framework/freshness.py).
 EVENT_TS_MAX = "ods_event_ts_max"
+REWRITES = ("COMPACT", "LOG_COMPACT", "CLUSTER")
 _COMPLETED = re.compile(r"^(\d+)_(\d+)\.(" + "|".join(DATA_ACTIONS) + r")$")
 
 
@@ -40,9 +41,14 @@ class Commit:
     inserts: int = 0
     updates: int = 0
     deletes: int = 0
+    operation: str = ""  # Hudi's WriteOperationType: UPSERT, INSERT, DELETE, COMPACT, CLUSTER, ...
 
     @property
     def changed(self) -> int:
+        """Rows the commit changed: its inserts, updates and deletes; none for a compaction or a
+        clustering, which rewrite files without changing a row."""
+        if self.operation in REWRITES:
+            return 0
         return self.inserts + self.updates + self.deletes
 
 
@@ -90,7 +96,7 @@ def read_commit(table: Location, instant: Instant) -> Commit:
     lake = {k[len(META_PREFIX):]: str(v) for k, v in extra.items() if k.startswith(META_PREFIX)}
     stats = [s for files in (meta.get("partitionToWriteStats") or {}).values() for s in files or ()]
     total = {f: sum(int(s.get(f) or 0) for s in stats) for f in ("numInserts", "numUpdateWrites", "numDeletes")}
-    _CACHE[str(loc)] = Commit(instant, lake, total["numInserts"], total["numUpdateWrites"], total["numDeletes"])
+    _CACHE[str(loc)] = Commit(instant, lake, total["numInserts"], total["numUpdateWrites"], total["numDeletes"], str(meta.get("operationType") or ""))
     return _CACHE[str(loc)]
 
 

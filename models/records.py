@@ -114,6 +114,12 @@ class ModelResult(BaseModel):
     rows_quarantined: int = 0  # rows a `drop` check sent to _quarantine.<layer>_<name>
     checks: list[CheckOutcome] = Field(default_factory=list)
     upstream: dict[str, str] = Field(default_factory=dict)  # upstream -> completion time consumed
+    # Rows each upstream's commits since the model's checkpoint inserted, updated or deleted (Hudi's
+    # write statistics over the commits consumed); builds without a checkpoint have none.
+    upstream_changed: dict[str, int] = Field(default_factory=dict)
+    # Upstream rows the build read: every live row of each upstream for a full build or a
+    # recompute, the changed rows for an incremental one; None: not recorded (failed, skipped).
+    rows_read: int | None = None
     seconds: float = 0.0
     error: str | None = None
     committed_at: datetime | None = None  # when the model's Hudi commit had completed
