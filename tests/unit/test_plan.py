@@ -137,7 +137,8 @@ def test_whole_selection_in_order() -> None:
 
 @pytest.mark.parametrize("module", ["framework.transform.plan", "framework.transform.dag", "framework.transform.strategy",
                                     "framework.transform.loader", "framework.transform.analysis", "framework.transform.lineage",
-                                    "framework.config", "framework.transform.state"])
+                                    "framework.config", "framework.transform.state", "framework.transform.selector",
+                                    "framework.transform.fingerprint", "framework.timeline", "framework.commands.freshness"])
 def test_core_modules_import_no_spark_or_great_expectations(module: str) -> None:
     """The boundary: config, DAG, selection, strategy inference and planning load without a JVM
     library (so `lake dag`, `lake lineage` and `lake plan` of an unbuilt project start fast)."""
