@@ -16,6 +16,7 @@ from rich.console import Console
 from framework.cli_docs import docs as docs_group
 from framework.cli_env import diff as diff_command
 from framework.cli_env import env as env_group
+from framework.cli_freshness import freshness, print_freshness
 from framework.cli_modeltest import test_cmd
 from framework.cli_runs import runs as runs_group
 from framework.cli_support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
@@ -185,18 +186,21 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
 def check(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
     """Run the declared checks against the current tables, without building: dws.user_agg, ods.users.
 
-    Exits 1 if an error-severity check fails. Results are stored (see `lake report`)."""
+    Exits 1 if an error-severity check fails or an ODS table is past its freshness error_after.
+    Results are stored (see `lake report`)."""
     from framework import report
     from framework.commands.check import run_check
 
     rec, results, missing = run_check(project=obj.project(), selectors=list(selectors), argv=sys.argv[1:])
     if fmt == "json":
         click.echo(json.dumps({"run_id": rec.run_id, "results": [r.model_dump(mode="json", exclude={"ge_results"}) for r in results],
-                               "skipped": missing}, indent=2))
+                               "skipped": missing, "freshness": [f.model_dump(mode="json") for f in rec.sources.values()]}, indent=2))
     else:
         report.print_checks(obj.console, results)
         for n in missing:
             say(obj.console, f"  {n}: skipped, no table yet")
+        if rec.sources:
+            print_freshness(obj.console, list(rec.sources.values()))
         say(obj.console, f"run {rec.run_id}; `lake report --run {rec.run_id}` renders it")
     if rec.status == "failed":
         sys.exit(1)
@@ -298,12 +302,13 @@ def dag(obj: Ctx, selectors: tuple[str, ...], fmt: str) -> None:
     """Print the model graph (no Spark)."""
     from framework.transform.dag import render, select
     from framework.transform.runner import load
+    from framework.transform.state import recorded
 
     project = obj.project()
     models, g = load(project)
     only = None
     if selectors:
-        chosen = set(select(g, models, list(selectors)))
+        chosen = set(select(g, models, list(selectors), project=project, recorded=recorded(project)))
         only = chosen | {u for n in chosen for u in g.predecessors(n)}
     click.echo(render(g, fmt, only))
 
@@ -377,6 +382,8 @@ main.add_command(runs_group)
 main.add_command(docs_group)
 main.add_command(env_group)
 main.add_command(diff_command)
+
+main.add_command(freshness)
 
 if __name__ == "__main__":
     main()

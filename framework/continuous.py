@@ -16,6 +16,7 @@ from collections.abc import Callable
 import networkx as nx
 from pyspark.sql import SparkSession
 
+from framework import freshness as source_freshness
 from framework import history
 from framework.config import Project
 from framework.faults import failpoint
@@ -69,6 +70,8 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
             rec.ingest = e.summary
             raise
         rec.ingest = summary
+        # dbt's source freshness after each ingest, for the ODS tables that declare a policy.
+        rec.sources = {f.table: f for f in source_freshness.measure(project, source_freshness.declared(project))}
         failpoint("after_run_ingest")
         changed = {t.table for t in summary.totals().values() if t.upserts + t.deletes + t.truncated > 0}
         todo = affected(g, chosen, changed)

@@ -75,7 +75,7 @@ def check(project: Project, schedules: list[ScheduleConfig]) -> None:
                 for t in s.select:
                     project.ods_table(t)
             else:
-                select(graph, models, s.select, s.exclude)
+                select(graph, models, s.select, s.exclude, project=project, recorded=lambda _name: None)  # the grammar, not the state
         except LakeError as e:
             raise LakeError(f"lake.yaml: schedules: {s.name}: {e.message}", fix=e.fix) from e
 

@@ -31,6 +31,7 @@ class Storage(Protocol):
         """Every file under `loc` (recursively) with its size in bytes."""
         ...
     def read_text(self, loc: Location) -> str: ...
+    def read_bytes(self, loc: Location) -> bytes: ...
     def write_text(self, loc: Location, text: str) -> None:
         """Replace `loc` with `text` whole: a reader sees the old or the new content, never part."""
         ...
@@ -60,6 +61,9 @@ class LocalStorage:
 
     def read_text(self, loc: Location) -> str:
         return loc.local.read_text(encoding="utf-8")
+
+    def read_bytes(self, loc: Location) -> bytes:
+        return loc.local.read_bytes()
 
     def write_text(self, loc: Location, text: str) -> None:
         path = loc.local
@@ -117,6 +121,14 @@ class HadoopStorage:
         stream = fs.open(p)
         try:
             return str(self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+
+    def read_bytes(self, loc: Location) -> bytes:
+        fs, p = self._fs(loc)
+        stream = fs.open(p)
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
         finally:
             stream.close()
 

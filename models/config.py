@@ -16,6 +16,7 @@ from models.base import StrictModel
 from models.catalog import CATALOG_CONFS, CatalogConfig, check_sync_options
 from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_lock_service
 from models.docs import split_column_docs
+from models.freshness import FreshnessConfig
 from models.quality import CheckSpec
 from models.schedule import ScheduleConfig
 from models.unit_test import UnitTest
@@ -155,6 +156,8 @@ class OdsSettings(StrictModel):
     # Days a deleted key's tombstone (its delete's source position) is kept: a replay of events
     # older than a delete stays dropped for this long; after it, such a replay can re-insert the key.
     tombstone_retention_days: float = Field(default=30, ge=0)
+    # Every ODS table's `freshness:` unless the table sets its own (`freshness: null`: none).
+    freshness: FreshnessConfig | None = None
 
 
 class BuildSettings(StrictModel):
@@ -257,6 +260,8 @@ class OdsTable(StrictModel):
     description: str | None = None
     owner: str | None = None
     tags: list[str] = Field(default_factory=list)
+    # How old its newest ingested source event may get (`lake freshness`); default `ods.freshness`.
+    freshness: FreshnessConfig | None = None
     # Quality checks on the rows each micro-batch writes (see models/quality.py; parsed from
     # their YAML forms by framework/quality/parse.py).
     checks: list[CheckSpec] = Field(default_factory=list)

@@ -119,6 +119,12 @@ class ModelResult(BaseModel):
     rows_quarantined: int = 0  # rows a `drop` check sent to _quarantine.<layer>_<name>
     checks: list[CheckOutcome] = Field(default_factory=list)
     upstream: dict[str, str] = Field(default_factory=dict)  # upstream -> completion time consumed
+    # Rows each upstream's commits since the model's checkpoint inserted, updated or deleted (Hudi's
+    # write statistics over the commits consumed); builds without a checkpoint have none.
+    upstream_changed: dict[str, int] = Field(default_factory=dict)
+    # Upstream rows the build read: every live row of each upstream for a full build or a
+    # recompute, the changed rows for an incremental one; None: not recorded (failed, skipped).
+    rows_read: int | None = None
     seconds: float = 0.0
     error: str | None = None
     committed_at: datetime | None = None  # when the model's Hudi commit had completed
@@ -130,6 +136,23 @@ class Freshness(BaseModel):
     events: int
     oldest_event_lag_s: float  # commit time minus the oldest source event time of the cycle
     newest_event_lag_s: float  # commit time minus the newest one
+
+
+class SourceFreshness(BaseModel):
+    """How old an ODS table's newest ingested source event is, against its `freshness:`."""
+
+    table: str
+    status: Literal["ok", "warn", "error", "none"]  # none: the table declares no freshness
+    # source.ts_ms: the newest source event time ingested (recorded in the table's commits);
+    # last commit: no commit records one (a bootstrap load, a table written before lake recorded
+    # them), so the age of the last commit; nothing: no commit yet.
+    measured_from: Literal["source.ts_ms", "last commit", "nothing"]
+    age_s: float | None = None
+    newest_event_at: datetime | None = None
+    last_commit_at: datetime | None = None
+    warn_after_s: float | None = None
+    error_after_s: float | None = None
+    checked_at: datetime
 
 
 class RunRecord(BaseModel):
@@ -149,6 +172,7 @@ class RunRecord(BaseModel):
     ingest: IngestSummary | None = None
     models: list[ModelResult] = Field(default_factory=list)
     freshness: dict[str, Freshness] = Field(default_factory=dict)  # per model built by `lake run`
+    sources: dict[str, SourceFreshness] = Field(default_factory=dict)  # ODS tables with `freshness:` (run, check)
 
 
 class LockHolder(BaseModel):

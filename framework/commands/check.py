@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from framework import hudi
+from framework import freshness, hudi
 from framework.config import Project
 from framework.errors import LakeError
 from framework.paths import Layout
@@ -20,6 +20,8 @@ from framework.quality.checks import evaluate
 from framework.transform.dag import build_graph, select
 from framework.transform.loader import load_models
 from framework.transform.reader import TableReader
+from framework.transform.state import recorded as table_state
+from models.config import OdsTable
 from models.quality import CheckSpec
 from models.quality_result import ModelQuality
 from models.records import ModelResult, RunRecord
@@ -34,23 +36,21 @@ class Target:
     key: list[str]
 
 
-def targets(project: Project, selectors: list[str]) -> list[Target]:
-    """What `lake check SEL...` covers: models by selector, ODS tables by `ods.<name>` or
-    `layer:ods`; everything with checks when no selector is given."""
+def targets(project: Project, selectors: list[str]) -> tuple[list[Target], list[OdsTable]]:
+    """What `lake check SEL...` covers: models and ODS tables by selector (`ods.<name>`,
+    `layer:ods`, `tag:x,layer:dws`, ...) that declare checks, and the selected ODS tables with a
+    `freshness:` policy; everything when no selector is given."""
     models = load_models(project)
     g = build_graph(project, models)
-    ods_sel = [s for s in selectors if s == "layer:ods" or s.lower().startswith("ods.")]
-    model_sel = [s for s in selectors if s not in ods_sel]
-    if selectors:
-        tables = [project.ods_table(s) for s in ods_sel if s != "layer:ods"]
-        if "layer:ods" in ods_sel:
-            tables = list(project.ods_tables)
-        chosen = select(g, models, model_sel) if model_sel else []
-    else:
-        tables, chosen = list(project.ods_tables), select(g, models, [])
-    out = [Target(t.qualified_name, list(t.checks), list(t.key)) for t in tables]
-    out += [Target(n, list(models[n].config.checks), list(models[n].config.key or [])) for n in chosen]
-    return [t for t in out if t.checks]
+    ods = {t.qualified_name: t for t in project.ods_tables}
+    out = []
+    names = select(g, models, selectors, project=project, recorded=table_state(project), nodes=True)
+    for n in names:
+        if n in ods:
+            out.append(Target(n, list(ods[n].checks), list(ods[n].key)))
+        elif n in models:
+            out.append(Target(n, list(models[n].config.checks), list(models[n].config.key or [])))
+    return [t for t in out if t.checks], freshness.declared(project, [n for n in names if n in ods])
 
 
 def check_tables(spark: SparkSession, project: Project, selected: list[Target], run_id: str) -> tuple[list[ModelQuality], list[str]]:
@@ -76,22 +76,27 @@ def check_tables(spark: SparkSession, project: Project, selected: list[Target], 
 
 def run_check(*, project: Project, selectors: list[str], argv: Sequence[str]) -> tuple[RunRecord, list[ModelQuality], list[str]]:
     """Evaluate the declared checks of the selection against the tables as they are (no build,
-    nothing committed or quarantined); the run record, the results, and what has no table yet."""
+    nothing committed or quarantined) and the selected ODS tables' freshness; the run record (its
+    `sources` hold the freshness), the results, and what has no table yet."""
     from framework.commands.common import recorded
     from framework.quality.quarantine import outcomes
-    from framework.session import spark_session
+    from framework.session import ensure_storage, spark_session
 
-    chosen = targets(project, selectors)  # config and selector errors before Spark starts
-    if not chosen:
-        raise LakeError("no selected model or ODS table declares `checks:`",
-                        fix="add `checks:` to a model's YAML or an ODS table (see README, Quality gates), or widen the selection")
-    spark = spark_session(project)
+    chosen, sources = targets(project, selectors)  # config and selector errors before Spark starts
+    if not chosen and not sources:
+        raise LakeError("no selected model or ODS table declares `checks:` or `freshness:`",
+                        fix="add `checks:` to a model's YAML or an ODS table, or `freshness:` to an ODS table (see README), or widen the selection")
+    spark = spark_session(project) if chosen else None
+    ensure_storage(project)
     with recorded(project, "check", argv) as rec:
-        results, missing = check_tables(spark, project, chosen, rec.run_id)
+        rec.sources = {f.table: f for f in freshness.measure(project, sources)}
+        results, missing = check_tables(spark, project, chosen, rec.run_id) if spark is not None else ([], [])
         rec.models = [ModelResult(model=r.model, strategy="-", mode="checked", reason="blocked" if r.blocked else "passed",
                                   checks=outcomes(r), seconds=r.seconds) for r in results]
         rec.models += [ModelResult(model=n, strategy="-", mode="skipped", reason="no table yet") for n in missing]
         blocked = [r.model for r in results if r.blocked]
-        if blocked:
-            rec.status, rec.error = "failed", f"error checks fail in {', '.join(blocked)}"
+        stale = [f.table for f in rec.sources.values() if f.status == "error"]
+        problems = ([f"error checks fail in {', '.join(blocked)}"] if blocked else []) + ([f"past error_after: {', '.join(stale)}"] if stale else [])
+        if problems:
+            rec.status, rec.error = "failed", "; ".join(problems)
     return rec, results, missing

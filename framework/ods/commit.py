@@ -21,6 +21,7 @@ from framework.ods import tombstones
 from framework.ods.context import BatchContext, TableState
 from framework.ods.prepare import Prepared
 from framework.quality.ods_gate import check_table
+from framework.timeline import EVENT_TS_MAX
 
 DEAD_LETTER_KEY = ["loc"]
 DEAD_LETTER_WAIT_SECONDS = 300  # another stream's dead-letter write takes seconds
@@ -64,6 +65,8 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
     meta = {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key), tombstones.MARKER: "1"}
     if p.high_water is not None:
         meta["ods_high_water"] = p.high_water.model_dump_json()
+    if tr.event_ts_max is not None:  # the newest source.ts_ms of the batch's events: `lake freshness`
+        meta[EVENT_TS_MAX] = str(round(tr.event_ts_max.timestamp() * 1000))
     # Deletes are Hudi deletes: the table holds live rows only, for every reader; `_deleted` stays
     # a column (false) so tables written before tombstones and readers that filter on it still work.
     rows = commit.withColumn("_hoodie_is_deleted", F.col("_deleted")).withColumn("_deleted", F.lit(False))

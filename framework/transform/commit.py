@@ -134,7 +134,8 @@ class Committer:
         m = p.model
         counts = {r["_hoodie_is_deleted"]: r["count"] for r in final.groupBy("_hoodie_is_deleted").count().collect()}
         written, deleted = counts.get(False, 0), counts.get(True, 0)
-        meta = {"ckpt": json.dumps(dict(p.end), sort_keys=True), "fingerprint": m.fingerprint, "strategy": a.strategy, "mode": p.mode}
+        meta = {"ckpt": json.dumps(dict(p.end), sort_keys=True), "fingerprint": m.fingerprint, "metadata": m.metadata_fingerprint,
+                "strategy": a.strategy, "mode": p.mode}
         if moved is not None:
             opts = hudi.write_options(name=m.name.replace(".", "_") + "_hidden", key=["_lake_key"], ordering=None, partition=None,
                                       cdc=False, local=self.local, extra=self.project.config.hudi)
@@ -163,9 +164,13 @@ class Committer:
         return written, deleted
 
     def _recorded(self, p: ModelPlan) -> bool:
-        """The table's last commit already records this plan's checkpoint and the model's fingerprint."""
+        """The table's last commit already records this plan's checkpoint and the model's
+        fingerprints (data and metadata: a rebuild after a metadata edit records the new one, so
+        `state:modified` stops selecting the model)."""
         _inst, meta = hudi.last_commit_metadata(self.spark, self.layout.table(p.model.name))
-        return "ckpt" in meta and json.loads(meta["ckpt"]) == dict(p.end) and meta.get("fingerprint") == p.model.fingerprint
+        m = p.model
+        return ("ckpt" in meta and json.loads(meta["ckpt"]) == dict(p.end) and meta.get("fingerprint") == m.fingerprint
+                and meta.get("metadata") == m.metadata_fingerprint)
 
     def _lagging(self, p: ModelPlan) -> bool:
         """The checkpoint lags an upstream by so many commits that a build writing no row should

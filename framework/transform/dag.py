@@ -1,20 +1,21 @@
-"""The dependency graph (networkx) and dbt-style selectors.
+"""The dependency graph (networkx), selection over it and its renderings.
 
-Nodes are ODS tables and models; an edge u → m means model m reads u.
-Selectors: `dws.user_agg`, `+dws.user_agg` (with ancestors), `dwd.order_detail+` (with
-descendants), `layer:dws`, `tag:finance`; several selectors are a union; `--exclude` removes.
+Nodes are ODS tables and models; an edge u → m means model m reads u. Selectors are dbt's
+(framework/transform/selector.py): `tag:finance,layer:dws` (intersection), `+dws.user_agg`,
+`dws.user_agg+1`, `@dws.user_agg`, `path:layers/dws`, `state:modified`; several are a union.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 
 import networkx as nx
 
 from framework.config import Project
-from framework.errors import ConfigError, ConfigIssue, LakeError
+from framework.errors import ConfigError, ConfigIssue
+from framework.transform import selector
 from framework.transform.loader import Model
+from framework.transform.selector import Recorded, Universe
 
 
 def build_graph(project: Project, models: dict[str, Model]) -> nx.DiGraph:
@@ -37,41 +38,13 @@ def build_graph(project: Project, models: dict[str, Model]) -> nx.DiGraph:
                                    "remove one of these reads so the models form a DAG")])
 
 
-def select(g: nx.DiGraph, models: dict[str, Model], selectors: tuple[str, ...] | list[str], exclude: tuple[str, ...] | list[str] = ()) -> list[str]:
-    """Models matched by the selectors, in dependency order (ODS nodes are never built)."""
-    chosen = _match_all(g, models, selectors) if selectors else set(models)
-    chosen -= _match_all(g, models, exclude)
-    order = [n for n in nx.lexicographical_topological_sort(g) if n in chosen and n in models]
-    return order
-
-
-def _match_all(g: nx.DiGraph, models: dict[str, Model], selectors: tuple[str, ...] | list[str]) -> set[str]:
-    out: set[str] = set()
-    for s in selectors:
-        for part in s.split(","):
-            if part.strip():
-                out |= _match(g, models, part.strip())
-    return out
-
-
-def _match(g: nx.DiGraph, models: dict[str, Model], sel: str) -> set[str]:
-    if sel.startswith("layer:"):
-        layer = sel.split(":", 1)[1]
-        return {m.name for m in models.values() if m.layer == layer}
-    if sel.startswith("tag:"):
-        tag = sel.split(":", 1)[1]
-        return {m.name for m in models.values() if tag in m.config.tags}
-    up, down = sel.startswith("+"), sel.endswith("+")
-    name = sel.strip("+").lower()
-    if name not in g:
-        hint = difflib.get_close_matches(name, sorted(models), n=1)
-        raise LakeError(f"no model named {name}", fix=f"did you mean {hint[0]}?" if hint else "list models with `lake dag`")
-    out = {name}
-    if up:
-        out |= nx.ancestors(g, name)
-    if down:
-        out |= nx.descendants(g, name)
-    return {n for n in out if n in models}
+def select(g: nx.DiGraph, models: dict[str, Model], selectors: tuple[str, ...] | list[str], exclude: tuple[str, ...] | list[str] = (),
+           *, project: Project | None = None, recorded: Recorded | None = None, nodes: bool = False) -> list[str]:
+    """Models matched by the selectors (dbt's grammar, framework/transform/selector.py), in
+    dependency order; with `nodes`, ODS tables too. `project` serves `path:`, `recorded` (the
+    tables' last commits) `state:`."""
+    u = Universe(g, models, project.root if project else None, project.ods_files if project else {}, recorded)
+    return selector.select(u, selectors, exclude, nodes=nodes)
 
 
 def render(g: nx.DiGraph, fmt: str, only: set[str] | None = None) -> str:

@@ -7,7 +7,7 @@ import time
 
 from pyspark.sql import SparkSession
 
-from framework import hudi
+from framework import hudi, timeline
 from framework.config import Project
 from framework.errors import LakeError
 from framework.history import new_run_id
@@ -66,10 +66,27 @@ class Evaluator:
     def run(self, p: ModelPlan) -> ModelResult:
         t0 = time.time()
         res = ModelResult(model=p.model.name, strategy=p.analysis.strategy, mode=p.mode, reason=p.reason, upstream=dict(p.end))
+        res.upstream_changed = upstream_changes(self.layout, p)
         if p.mode == "noop":
+            res.rows_read = 0
             return res
         done = strategies.for_plan(p)(self.ctx, p)
         res.rows_written, res.rows_deleted = done.rows, done.deletes
         res.rows_quarantined, res.checks = done.gate.quarantined, list(done.gate.checks)
+        res.rows_read = self._rows_read(p, res.upstream_changed)
         res.seconds = round(time.time() - t0, 3)
         return res
+
+    def _rows_read(self, p: ModelPlan, changed: dict[str, int]) -> int:
+        """Every live row of the upstreams as of the plan's end (a count of each snapshot: one Spark
+        job per upstream) for full builds and recomputes; the changed rows for incremental ones."""
+        if p.mode == "incremental":
+            return sum(changed.values())
+        return sum(self.reader.snapshot(u, p.end[u]).count() for u in p.model.upstreams)
+
+
+def upstream_changes(layout: Layout, p: ModelPlan) -> dict[str, int]:
+    """Rows each upstream's commits in the plan's range (checkpoint, end] inserted, updated or
+    deleted: Hudi's write statistics from the timeline, no Spark job. Empty without a checkpoint."""
+    return {u: sum(c.changed for c in timeline.commits_between(layout.table(u), begin, p.end[u]))
+            for u, begin in p.begin.items() if u in p.end}

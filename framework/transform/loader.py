@@ -8,8 +8,6 @@ sidecar `<stem>.yaml`. Its name is `<layer>.<stem>`.
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from sqlglot import exp
 
 from framework.config import Project, load_model
 from framework.errors import ConfigError, ConfigIssue
+from framework.transform import fingerprint as fp
 from framework.transform.analysis import strategy_issues
 from models.config import _IDENT, ModelConfig
 
@@ -36,12 +35,19 @@ class Model:
     config: ModelConfig
     sql: str | None
     upstreams: tuple[str, ...]
-    fingerprint: str
+    fingerprint: str  # the data hash: a change rebuilds the table (framework/transform/fingerprint.py)
     config_path: Path | None = None
+    metadata_fingerprint: str = ""  # description, tags, checks, ...: never a rebuild
+    legacy_fingerprint: str = ""  # what lake recorded before the data/metadata split
 
     @property
     def rel(self) -> str:
         return f"layers/{self.layer}/{self.path.name}"
+
+    def same_data(self, recorded: str | None) -> bool:
+        """Whether a table whose last commit records `recorded` holds this model's data: its data
+        hash, or the single fingerprint of an older lake for the same query and YAML."""
+        return recorded is not None and recorded in (self.fingerprint, self.legacy_fingerprint)
 
 
 def sql_tables(sql: str) -> list[str]:
@@ -56,14 +62,6 @@ def sql_tables(sql: str) -> list[str]:
         if name not in out:
             out.append(name)
     return out
-
-
-def fingerprint(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
 
 
 def load_models(project: Project) -> dict[str, Model]:
@@ -117,16 +115,16 @@ def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue
     if cfg is None:
         return None
     text = path.read_text(encoding="utf-8")
-    # Checks gate commits, recompute_below_mib picks how to build and tests only test; none
-    # changes what a model computes, so editing them must not force a full rebuild. Hashing checks
-    # as empty and leaving the newer keys out keeps the fingerprints of existing models.
-    cfg_text = json.dumps(cfg.model_copy(update={"checks": []}).model_dump(mode="json", exclude={"recompute_below_mib", "tests"}), sort_keys=True)
     sidecar = cfg_path if cfg_path.exists() else None
+    # Only what the model computes counts for a rebuild; description, tags, checks and comments
+    # do not (framework/transform/fingerprint.py).
+    hashes = {"metadata_fingerprint": fp.metadata(cfg), "legacy_fingerprint": fp.legacy(text, cfg)}
     if path.suffix == ".py":
         if not cfg.depends_on:
             issues.append(ConfigIssue(rel + cfg_path.name, None, "depends_on", f"the Python model {layer}.{stem} declares no upstream tables", f"add `depends_on: [ods.some_table]` to {rel}{cfg_path.name}"))
             return None
-        return Model(f"{layer}.{stem}", layer, stem, "python", path, cfg, None, tuple(u.lower() for u in cfg.depends_on), fingerprint(text, cfg_text), sidecar)
+        return Model(f"{layer}.{stem}", layer, stem, "python", path, cfg, None, tuple(u.lower() for u in cfg.depends_on),
+                     fp.data("python", text, cfg), sidecar, **hashes)
     try:
         ups = sql_tables(text)
     except sqlglot.errors.ParseError as e:
@@ -137,4 +135,4 @@ def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue
     if unqualified:
         issues.append(ConfigIssue(rel + path.name, None, "(sql)", f"table {unqualified[0]!r} has no layer", f"name it with its layer, e.g. ods.{unqualified[0]}"))
         return None
-    return Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fingerprint(text, cfg_text), sidecar)
+    return Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fp.data("sql", text, cfg), sidecar, **hashes)

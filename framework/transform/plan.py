@@ -99,7 +99,7 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
     ckpt = target.checkpoint
     if ckpt is None:
         return ModelPlan(m, a, "full", "no checkpoint: first build", end)
-    if target.fingerprint != m.fingerprint:
+    if not m.same_data(target.fingerprint):
         return ModelPlan(m, a, "full", f"the model changed (fingerprint {target.fingerprint} → {m.fingerprint})", end)
     if a.strategy == "aggregate" and target.hidden is None:
         return ModelPlan(m, a, "full", "its table was written before hidden groups moved out of it (to _lake/hidden/): "

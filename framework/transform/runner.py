@@ -33,7 +33,7 @@ from framework.transform.plan import (
     plan_model,
 )
 from framework.transform.reader import TableReader
-from framework.transform.state import read_state
+from framework.transform.state import read_state, recorded
 from models.records import BUILT_MODES, ModelResult
 
 
@@ -54,7 +54,7 @@ class Selection:
 def selection(project: Project, selectors: Sequence[str], exclude: Sequence[str] = ()) -> Selection:
     """Load the models (config and model errors, before Spark starts) and select."""
     models, g = load(project)
-    return Selection(models, g, select(g, models, list(selectors), list(exclude)))
+    return Selection(models, g, select(g, models, list(selectors), list(exclude), project=project, recorded=recorded(project)))
 
 
 def build(
@@ -78,7 +78,7 @@ def build(
     models not to build, with their (failed) results (their unit tests failed): their
     descendants are skipped like those of a model that failed to build."""
     models, g = (loaded.models, loaded.graph) if loaded else load(project)
-    order = serving_first(g, models, select(g, models, selectors, exclude))
+    order = serving_first(g, models, select(g, models, selectors, exclude, project=project, recorded=recorded(project)))
     builder = Evaluator(spark, project, models, run_id=run_id, layout=layout)
     results: list[ModelResult] = []
     blocked: set[str] = set()

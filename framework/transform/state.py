@@ -12,12 +12,15 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from framework import hudi
+from framework import hudi, timeline
 from framework.paths import Layout
 from framework.transform.plan import State, TargetState, UpstreamState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from framework.config import Project
+    from framework.transform.selector import Recorded
 
 
 def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[str], targets: Iterable[str], sized: Iterable[str] = ()) -> State:
@@ -46,3 +49,20 @@ def _timeline(spark: SparkSession | None, layout: Layout, name: str) -> hudi.Tim
     if spark is None:
         raise ValueError(f"reading the timeline of {name} needs a SparkSession")
     return hudi.timeline(spark, path)
+
+
+def recorded(project: Project) -> Recorded:
+    """What `state:` selectors compare models with: the data and metadata fingerprints the last
+    commit of each model's table records (None: no commit). Read from the timeline's files, so
+    a local warehouse needs no Spark; a remote one starts it on first use (Hadoop's file system)."""
+    layout = Layout(project.warehouse)
+
+    def read(name: str) -> tuple[str | None, str | None] | None:
+        if not project.warehouse.is_local:
+            from framework.session import ensure_storage
+
+            ensure_storage(project)
+        last = timeline.last_commit(layout.table(name))
+        return None if last is None else (last.lake.get("fingerprint"), last.lake.get("metadata"))
+
+    return read

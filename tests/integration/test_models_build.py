@@ -134,7 +134,11 @@ def test_checkpoint_noop_retraction_and_fingerprint(tmp_path: Path, spark: Any) 
     # A change that gives the same rows: the rebuild writes none but commits, empty, the new
     # fingerprint (else every later build would be full); then nothing is left to do.
     vip = lp.layout.table("dwd.vip")
-    (tmp_path / "layers" / "dwd" / "vip.sql").write_text("select id, city from ods.users where score >= 4 -- same rows\n")
+    # A comment, the layout or a description is not a change: nothing to do.
+    (tmp_path / "layers" / "dwd" / "vip.sql").write_text("-- VIPs\nSELECT id, city\nFROM ods.users\nWHERE score >= 4\n")
+    (tmp_path / "layers" / "dwd" / "vip.yaml").write_text("description: VIPs\ntags: [crm]\n")
+    assert [r.mode for r in build(spark, lp.project, ["dwd.vip"], [], incremental=True)] == ["noop"]
+    (tmp_path / "layers" / "dwd" / "vip.sql").write_text("select id, city from ods.users where score >= 4 and id is not null\n")
     commits = len(hudi.completed_instants(spark, vip))
     res = {r.model: r for r in build(spark, lp.project, ["dwd.vip"], [], incremental=True)}
     assert res["dwd.vip"].mode == "full" and (res["dwd.vip"].rows_written, res["dwd.vip"].rows_deleted) == (0, 0)

@@ -111,7 +111,7 @@ def test_ingest_build_query_check_and_report_with_everything_in_a_bucket(tmp_pat
         name: s3flow
         warehouse: s3a://{bucket}/wh
         spark: {{master: 'local[2]', conf: {json.dumps(conf)}}}
-        ods: {{source: {{kind: files, path: 's3a://{bucket}/cdc'}}}}
+        ods: {{source: {{kind: files, path: 's3a://{bucket}/cdc'}}, freshness: {{error_after: 3650d}}}}
         build: {{recompute_below_mib: 0}}
         """))
     for rel, text in {"ods/tables.yaml": TABLES, **MODELS}.items():
@@ -133,6 +133,12 @@ def test_ingest_build_query_check_and_report_with_everything_in_a_bucket(tmp_pat
     runs = json.loads(_lake(tmp_path, "runs", "--format", "json").stdout)
     assert [r["command"] for r in runs] == ["run", "ingest", "build", "check"]
     assert {r["status"] for r in runs} == {"ok"}
+    # Commits read from the bucket's timelines without Spark's readers (framework/timeline.py,
+    # through Hadoop's file system): upstream changes, freshness, state:.
+    assert any(m["upstream_changed"] for m in runs[2]["models"]) and set(runs[0]["sources"]) == set(runs[3]["sources"]) != set()
+    fresh = json.loads(_lake(tmp_path, "freshness", "--json").stdout)
+    assert {(f["status"], f["measured_from"]) for f in fresh} == {("ok", "source.ts_ms")}
+    assert json.loads(_lake(tmp_path, "dag", "state:modified", "--format", "json").stdout)["nodes"] == []
     page = Path(_lake(tmp_path, "report", "--open").stdout.strip())
     assert page.is_file() and page.is_relative_to(tmp_path / "out")
 

@@ -90,13 +90,13 @@ def test_python_model_needs_depends_on_and_sql_must_parse(tmp_path: Path) -> Non
 def test_fingerprint_covers_sql_and_yaml(tmp_path: Path) -> None:
     root = _project(tmp_path, FILES)
     before = load_models(load_project(root))["dws.user_agg"].fingerprint
-    (root / "layers" / "dws" / "user_agg.yaml").write_text("tags: [x]\n")
+    (root / "layers" / "dws" / "user_agg.yaml").write_text("partition_by: device_model\n")
     after_yaml = load_models(load_project(root))["dws.user_agg"].fingerprint
     (root / "layers" / "dws" / "user_agg.sql").write_text("select count(*) as num, device_model from ods.user group by device_model")
     after_sql = load_models(load_project(root))["dws.user_agg"].fingerprint
     assert len({before, after_yaml, after_sql}) == 3
     # How the model is built is not what it computes: no full rebuild for this key.
-    (root / "layers" / "dws" / "user_agg.yaml").write_text("tags: [x]\nrecompute_below_mib: 0\n")
+    (root / "layers" / "dws" / "user_agg.yaml").write_text("partition_by: device_model\nrecompute_below_mib: 0\n")
     assert load_models(load_project(root))["dws.user_agg"].fingerprint == after_sql
 
 

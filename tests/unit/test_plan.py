@@ -59,6 +59,18 @@ def test_changed_fingerprint_rebuilds() -> None:
     assert p.mode == "full" and "fingerprint fp1 → fp2" in p.reason
 
 
+def test_fingerprint_of_an_older_lake_is_not_a_change() -> None:
+    """A table built before the data/metadata split records the old single fingerprint: the model
+    whose old fingerprint it is has not changed (no rebuild on upgrade); any other has."""
+    from dataclasses import replace
+
+    upgraded = replace(model("fp-new"), legacy_fingerprint="fp1")
+    p = plan_model(upgraded, AGG, state(commits("10", "20"), ckpt="10"), incremental=True, limits=LIMITS)
+    assert p.mode == "incremental"
+    p = plan_model(replace(upgraded, legacy_fingerprint="fp0"), AGG, state(commits("10", "20"), ckpt="10"), incremental=True, limits=LIMITS)
+    assert p.mode == "full" and "fingerprint fp1 → fp-new" in p.reason
+
+
 def test_nothing_new_is_a_noop() -> None:
     p = plan_model(model(), AGG, state(commits("10", "20"), ckpt="20"), incremental=True, limits=LIMITS)
     assert (p.mode, dict(p.pending), dict(p.begin)) == ("noop", {"ods.user": 0}, {"ods.user": "20"})
@@ -126,7 +138,9 @@ def test_whole_selection_in_order() -> None:
 @pytest.mark.parametrize("module", ["framework.transform.plan", "framework.transform.dag", "framework.transform.strategy",
                                     "framework.transform.loader", "framework.transform.analysis", "framework.transform.lineage",
                                     "framework.config", "framework.transform.state",
-                                    "framework.modeltest.cases"])
+                                    "framework.modeltest.cases",
+                                    "framework.config", "framework.transform.state", "framework.transform.selector",
+                                    "framework.transform.fingerprint", "framework.timeline", "framework.commands.freshness"])
 def test_core_modules_import_no_spark_or_great_expectations(module: str) -> None:
     """The boundary: config, DAG, selection, strategy inference and planning load without a JVM
     library (so `lake dag`, `lake lineage` and `lake plan` of an unbuilt project start fast)."""
