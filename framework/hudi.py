@@ -241,13 +241,23 @@ def timeline(spark: SparkSession, path: Location | Path) -> Timeline:
     instants = tuple(sorted((Instant(i.requestedTime(), i.getCompletionTime(), i.getAction()) for i in tl.getInstants().toArray()),
                             key=lambda i: i.completed))
     meta: dict[str, str] = {}
-    last = tl.lastInstant()
-    if last.isPresent():
-        extra = dict(at.readCommitMetadata(last.get()).getExtraMetadata())
+    last = _last_write(mc, tl)
+    if last is not None:
+        extra = dict(at.readCommitMetadata(last).getExtraMetadata())
         meta = {str(k)[len(META_PREFIX):]: str(v) for k, v in extra.items() if str(k).startswith(META_PREFIX)}
     clean = at.getCleanerTimeline().filterCompletedInstants().lastInstant()
     kept = at.readCleanMetadata(clean.get()).getEarliestCommitToRetain() if clean.isPresent() else None
     return Timeline(instants, str(kept) if kept else None, meta)
+
+
+def _last_write(mc: Any, tl: Any) -> Any:
+    """The latest completed instant a writer made: on a merge-on-read table a `commit` is a
+    compaction, which carries none of the writer's extra metadata (lake's checkpoint,
+    fingerprint, hidden-groups instant): the delta commit before it does."""
+    instants = list(tl.getInstants().toArray())
+    if str(mc.getTableType().name()) == "MERGE_ON_READ":
+        instants = [i for i in instants if str(i.getAction()) != "commit"]
+    return instants[-1] if instants else None
 
 
 def last_commit_metadata(spark: SparkSession, path: Location | Path, key_filter: str = META_PREFIX) -> tuple[Instant | None, dict[str, str]]:
@@ -256,10 +266,9 @@ def last_commit_metadata(spark: SparkSession, path: Location | Path, key_filter:
         return None, {}
     mc = _meta_client(spark, path)
     tl = mc.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
-    last = tl.lastInstant()
-    if not last.isPresent():
+    inst = _last_write(mc, tl)
+    if inst is None:
         return None, {}
-    inst = last.get()
     meta = mc.getActiveTimeline().readCommitMetadata(inst).getExtraMetadata()
     lake = {str(k)[len(key_filter) :]: str(v) for k, v in dict(meta).items() if str(k).startswith(key_filter)}
     return Instant(inst.requestedTime(), inst.getCompletionTime(), inst.getAction()), lake

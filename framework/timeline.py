@@ -101,8 +101,14 @@ def read_commit(table: Location, instant: Instant) -> Commit:
 
 
 def last_commit(table: Location) -> Commit | None:
-    """The latest completed data commit, or None (no table, or no commit yet)."""
+    """The latest completed commit a writer made, or None (no table, or no commit yet). On a
+    merge-on-read table a `commit` is a compaction, which carries none of the writer's extra
+    metadata: the delta commit before it does."""
     done = completed(table)
+    props = table / ".hoodie" / "hoodie.properties"
+    fs = storage_for(table)
+    if done and fs.exists(props) and "MERGE_ON_READ" in fs.read_text(props):
+        done = [i for i in done if i.action != "commit"]
     return read_commit(table, done[-1]) if done else None
 
 
