@@ -155,3 +155,14 @@ class LockHolder(BaseModel):
     host: str
     command: str
     since: datetime
+
+
+class RebuildRecord(BaseModel):
+    """The last time a table was written anew (`lake ingest --rebuild`, or a type change Hudi takes
+    only by rewriting the table), `<warehouse>/_lake/rebuilds/<layer>_<name>.json`: models whose
+    checkpoint of it is older rebuild fully, saying why (framework/transform/plan.py)."""
+
+    table: str
+    first: str  # completion time of the new table's first commit
+    reason: str
+    at: datetime
