@@ -51,20 +51,33 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
 @click.option("--tables", default=None, help="Comma-separated ODS tables (ods.user,ods.product); uses its own checkpoint.")
 @click.option("--trigger", default=None, help="Continuous trigger interval, e.g. 10s.")
 @click.option("--bootstrap", default=None, metavar="ods.TABLE", help="Bulk-load a full dump into this table instead of reading CDC.")
-@click.option("--path", "dump_path", default=None, type=click.Path(path_type=Path), help="The dump for --bootstrap (Parquet or CSV, file or directory).")
+@click.option("--rebuild", default=None, metavar="ods.TABLE", help="Write this table anew: [the dump of --path, then] the CDC the source still holds.")
+@click.option("--path", "dump_path", default=None, type=click.Path(path_type=Path), help="The dump for --bootstrap or --rebuild (Parquet or CSV, file or directory).")
 @click.option("--position", default=None, help="Source position of the dump: mysql-bin.000003:1234, lsn:123456 or an ISO time.")
 @click.option("--format", "dump_format", type=click.Choice(["auto", "parquet", "csv"]), default="auto")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstrap: str | None, dump_path: Path | None,
-           position: str | None, dump_format: str, as_json: bool, lock_timeout: float) -> None:
+def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstrap: str | None, rebuild: str | None,
+           dump_path: Path | None, position: str | None, dump_format: str, as_json: bool, lock_timeout: float) -> None:
     """Ingest CDC events into the ODS Hudi tables (one streaming job for all tables)."""
     from framework import report
     from framework.commands.ingest import run_bootstrap_command, run_ingest_command
 
     project = obj.project()
+    if rebuild:
+        from framework.commands.rebuild import run_rebuild_command
+
+        rb = run_rebuild_command(project=project, table=rebuild, path=dump_path, position=position, fmt=dump_format,
+                                 lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale)
+        dump = f"{rb.dump_rows} from the dump (hand-off position {rb.position or 'none'}), " if rb.dump_rows is not None else ""
+        if as_json:
+            click.echo(rb.model_dump_json(indent=2))
+        else:
+            say(obj.console, f"rebuilt {rb.table}: {rb.rows} rows; {dump}{rb.events} CDC events replayed, {rb.dead_letter} to the "
+                             "dead letter. Models reading it rebuild fully at their next build.")
+        return
     if bootstrap:
         if dump_path is None:
             raise LakeError("--bootstrap needs --path DUMP", fix="lake ingest --bootstrap ods.user --path dumps/user.parquet --position mysql-bin.000003:154")
@@ -377,6 +390,10 @@ def runs_show(obj: Ctx, run_id: str) -> None:
     ensure_storage(obj.project())
     click.echo(history.get(Layout(obj.project().warehouse), run_id).model_dump_json(indent=2))
 
+
+from framework.cli_dead_letter import dead_letter  # noqa: E402 - its own module: this one is at its size limit
+
+main.add_command(dead_letter)
 
 if __name__ == "__main__":
     main()

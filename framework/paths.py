@@ -62,6 +62,10 @@ class Layout:
         """When and why a table was last written anew (framework/rebuilds.py)."""
         return self.lake / "rebuilds" / ("_".join(_parts(qualified)) + ".json")
 
+    def rebuild_pending(self, qualified: str) -> Location:
+        """Written when `lake ingest --rebuild` starts on a table, removed when it finished."""
+        return self.lake / "rebuilds" / ("_".join(_parts(qualified)) + ".pending")
+
     def staging(self, qualified: str) -> Location:
         """Where a table's rewrite is staged before it replaces the table (framework/ods/rewrite.py)."""
         return self.lake / "staging" / "_".join(_parts(qualified))

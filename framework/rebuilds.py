@@ -8,8 +8,11 @@ why it rebuilds fully; reading it needs no Spark for a local warehouse.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from datetime import datetime, timezone
 
+from framework.errors import LakeError
 from framework.paths import Layout
 from models.records import RebuildRecord
 
@@ -28,3 +31,16 @@ def read(layout: Layout, table: str) -> RebuildRecord | None:
     if not fs.exists(path):
         return None
     return RebuildRecord.model_validate_json(fs.read_text(path))
+
+
+def unfinished(layout: Layout, tables: Iterable[str]) -> None:
+    """Stop an ingest that would write a table whose rebuild did not finish (a crash, Ctrl-C)."""
+    fs = layout.fs
+    for q in tables:
+        if fs.exists(layout.rebuild_pending(q)):
+            started = json.loads(fs.read_text(layout.rebuild_pending(q))).get("started", "?")
+            raise LakeError(
+                f"the rebuild of {q} started at {started} did not finish: the table holds only part of its rows",
+                fix=f"rerun it (lake ingest --rebuild {q}, with the same --path/--position if it had them); "
+                f"meanwhile `lake ingest --tables` with the other tables ingests them",
+            )

@@ -34,7 +34,7 @@ from models.config import OdsTable
 CARRIED = ("ods_stream", "ods_batch", "ods_key", "ods_high_water", "ods_tombstones", "bootstrap_watermark")
 
 
-def _marker(layout: Layout, qualified: str) -> Location:
+def marker(layout: Layout, qualified: str) -> Location:
     staged = layout.staging(qualified)
     return staged.parent / f"{staged.name}.json"
 
@@ -60,7 +60,7 @@ def rewrite(ctx: BatchContext, t: OdsTable, st: TableState, changes: dict[str, t
                                    local=ctx.local, extra=ctx.project.config.hudi)
         _stage(ctx.spark, tomb, staged / "tombstones", casts, {**topts, "hoodie.datasource.write.operation": "bulk_insert"}, {})
     reason = f"{q} was rewritten: column {said}, which Hudi cannot change in place"
-    fs.write_text(_marker(layout, q), json.dumps({"table": q, "reason": reason}))
+    fs.write_text(marker(layout, q), json.dumps({"table": q, "reason": reason}))
     failpoint("after_rewrite_staged")
     recover(ctx.spark, layout, q)
     st.columns.update(casts)
@@ -78,11 +78,11 @@ def _stage(spark: SparkSession, src: Location, dst: Location, casts: dict[str, s
 def recover(spark: SparkSession, layout: Layout, qualified: str) -> bool:
     """Finish a rewrite of `qualified` whose staged copy is complete (its marker exists): put the
     staged tables in place of the old ones. True when there was one."""
-    marker = _marker(layout, qualified)
+    done = marker(layout, qualified)
     fs = layout.fs
-    if not fs.exists(marker):
+    if not fs.exists(done):
         return False
-    reason = json.loads(fs.read_text(marker))["reason"]
+    reason = json.loads(fs.read_text(done))["reason"]
     staged = layout.staging(qualified)
     for part, dest in (("table", layout.table(qualified)), ("tombstones", layout.tombstones(qualified))):
         if fs.exists(staged / part):  # else already moved (a crash after this rename)
@@ -91,6 +91,6 @@ def recover(spark: SparkSession, layout: Layout, qualified: str) -> bool:
         failpoint("after_rewrite_swap")
     first = hudi.completed_instants(spark, layout.table(qualified))[0].completed
     rebuilds.record(layout, qualified, first, reason)
-    fs.delete(marker)
+    fs.delete(done)
     fs.delete(staged)
     return True
