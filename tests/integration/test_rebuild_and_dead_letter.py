@@ -4,6 +4,7 @@ in Python."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from framework import hudi
+from framework.ods import dead_letter
+from framework.ods.rebuild import rebuild
+from framework.transform.runner import build
 from tests.helpers import LakeProject, envelope
 from tests.typed_cdc import BIGINT, INT, STRING, TypedTable
 
@@ -70,8 +74,8 @@ def test_rebuild_one_table_from_the_cdc_then_from_a_dump(tmp_path: Path, spark: 
                          + [src.put("orders", {"id": 100 + i, "uid": i, "amount": i}) for i in range(1, 4)])
     lp.write_cdc([src.put("users", {"id": 2, "city": "gz", "score": 30}), src.drop("users", 3),
                   src.put("orders", {"id": 101, "uid": 1, "amount": 9})])
-    _ok(lake(tmp_path, "ingest", "--once"))
-    _ok(lake(tmp_path, "build"))
+    lp.ingest(spark)
+    build(spark, lp.project, [], [], incremental=False)
     orders_before = hudi.completed_instants(spark, lp.layout.table("ods.orders"))
     offsets = sorted(p.name for p in (lp.layout.checkpoint("ods") / "stream" / "offsets").local.iterdir())
     # The table is lost; more CDC arrives that the main stream has not read yet.
@@ -96,7 +100,7 @@ def test_rebuild_one_table_from_the_cdc_then_from_a_dump(tmp_path: Path, spark: 
     built = {r["model"]: r for r in json.loads(_ok(lake(tmp_path, "build", "--incremental", "--json")).stdout)}
     for m in ("dws.users_by_city", "dwd.vip"):
         assert built[m]["mode"] == "full" and "ods.users was rebuilt after the checkpoint" in built[m]["reason"], built[m]
-    _ok(lake(tmp_path, "ingest", "--once"))  # the main stream goes on (re-reading the third file is harmless)
+    lp.ingest(spark)  # the main stream goes on (re-reading the third file is harmless)
     assert _stored(spark, lp, "ods.users", ["id", "city", "score"]) == src.live("users")
     assert _stored(spark, lp, "ods.orders", ["id", "uid", "amount"]) == src.live("orders")
 
@@ -107,8 +111,8 @@ def test_rebuild_one_table_from_the_cdc_then_from_a_dump(tmp_path: Path, spark: 
     position = f"mysql-bin.000001:{src.pos}"
     first.unlink()
     lp.write_cdc([src.put("users", {"id": 2, "city": "sz", "score": 1}), src.put("users", {"id": 8, "city": "bj", "score": 40})])
-    res = json.loads(_ok(lake(tmp_path, "ingest", "--rebuild", "ods.users", "--path", str(dump), "--position", position, "--json")).stdout)
-    assert res["dump_rows"] == len(at_dump) and res["position"] and res["dead_letter"] == 0
+    rb = rebuild(spark, lp.project, lp.project.ods_table("ods.users"), dump=dump, position=position, fmt="auto")
+    assert rb.dump_rows == len(at_dump) and rb.position and rb.dead_letter == 0
     assert _stored(spark, lp, "ods.users", ["id", "city", "score"]) == src.live("users")
 
 
@@ -121,7 +125,7 @@ def test_dead_letter_replay_after_the_fix(tmp_path: Path, spark: Any) -> None:
     p = TypedTable("shop.product", "id", {"id": INT, "name": STRING, "qty": BIGINT})
     extra: dict[int, str] = {}
     lp.write_cdc([p.upsert({"id": i, "name": f"p{i}", "qty": 2**40 + i}) for i in range(1, 5)])
-    _ok(lake(tmp_path, "ingest", "--once"))
+    lp.ingest(spark)
     lines = []
     p.alter("qty", INT)  # the source narrows the column: the table refuses these (BIGINT -> INT)
     lines += [p.upsert({"id": 1, "qty": 7}), p.upsert({"id": 5, "name": "p5", "qty": 5}), p.upsert({"id": 2, "qty": 8})]
@@ -131,7 +135,7 @@ def test_dead_letter_replay_after_the_fix(tmp_path: Path, spark: Any) -> None:
         extra[i] = f"e{i}"
         lines.append(json.dumps(envelope("c", "shop.extra", None, {"id": i, "v": extra[i]}, pos=5000 + i)))
     lp.write_cdc(lines)
-    _ok(lake(tmp_path, "ingest", "--once"))
+    lp.ingest(spark)
     listed = json.loads(_ok(lake(tmp_path, "dead-letter", "list", "--format", "json")).stdout)
     counts = {(g["source_table"], g["pending"]) for g in listed}
     assert counts == {("shop.product", 3), ("shop.extra", 2)}, listed
@@ -147,11 +151,12 @@ def test_dead_letter_replay_after_the_fix(tmp_path: Path, spark: Any) -> None:
     assert done[0]["resumed"] and done[0]["selected"] == 5 and done[0]["replayed"] == 5 and done[0]["failed_again"] == 0, done
     assert _stored(spark, lp, "ods.product", ["id", "name", "qty"]) == sorted(tuple(sorted(r.items())) for r in p.live())
     assert sorted((r.id, r.v) for r in hudi.read(spark, lp.layout.table("ods.extra")).collect()) == sorted(extra.items())
-    again = _ok(lake(tmp_path, "dead-letter", "replay"))
-    assert "nothing to replay" in again.stdout
-    listed = json.loads(_ok(lake(tmp_path, "dead-letter", "list", "--format", "json")).stdout)
+    project = lp.project
+    again = dead_letter.replay(spark, project, None, None, lambda names: contextlib.nullcontext())
+    assert [r.selected for r in again] == [0]  # a second replay does nothing
+    listed = [g.model_dump() for g in dead_letter.groups(spark, project, None, None)]
     assert {(g["source_table"], g["pending"], g["replayed"]) for g in listed} == {("shop.product", 0, 3), ("shop.extra", 0, 2)}
-    dry = lake(tmp_path, "dead-letter", "purge", "--table", "ods.extra")
-    assert dry.returncode == 1 and "2 events would be purged" in dry.stdout
-    _ok(lake(tmp_path, "dead-letter", "purge", "--table", "ods.extra", "--yes"))
-    assert {g["source_table"] for g in json.loads(_ok(lake(tmp_path, "dead-letter", "list", "--format", "json")).stdout)} == {"shop.product"}
+    extra_t = project.ods_table("ods.extra")
+    assert dead_letter.purge(spark, project, extra_t, None, apply=False) == 2  # `purge` without --yes: counted only
+    assert dead_letter.purge(spark, project, extra_t, None, apply=True) == 2
+    assert {g.source_table for g in dead_letter.groups(spark, project, None, None)} == {"shop.product"}
