@@ -7,6 +7,7 @@ import sys
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from framework.cli_support import LOCK_TIMEOUT, Ctx, handle_errors, say, stale
 
@@ -39,8 +40,9 @@ def list_cmd(obj: Ctx, table: str | None, reason: str | None, samples: int, fmt:
         return
     t = Table("source table", "ODS table", "pending", "replayed", "reason")
     for g in found:
-        t.add_row(g.source_table or "-", g.table or "(not declared)", str(g.pending), str(g.replayed), g.reason, style=None)
-    obj.console.print(t, markup=False)
+        # Text cells: a reason holds text lake does not control (`[...]` would be read as markup).
+        t.add_row(*[Text(c) for c in (g.source_table or "-", g.table or "(not declared)", str(g.pending), str(g.replayed), g.reason)])
+    obj.console.print(t)
     for g in found:
         for s in g.samples:
             say(obj.console, f"  {g.source_table or '-'} | {s.loc}: {s.raw}")

@@ -20,7 +20,6 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from framework.location import Location
 from framework.ods.envelope import (
     Decoder,
     SchemaBlockError,
@@ -68,9 +67,9 @@ def _fix(t: OdsTable, narrowing: bool, file: str) -> str:
             f"or, once the source sends the old type again, lake dead-letter replay --table {q}")
 
 
-def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: dict[str, str], path: Location,
+def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: dict[str, str],
                     watermark: str | None = None, file: str = "layers/ods/") -> Columns:
-    """The columns of table `t` (now `current`, stored at `path`, declared in `file`) after the
+    """The columns of table `t` (now `current`, declared in `file`) after the
     batch whose summary rows for `t` are `rows`; `watermark`: its bootstrap hand-off position."""
     out = Columns(dict(current))
     keep_wider = t.schema_narrowing == "keep_wider"

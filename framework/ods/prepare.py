@@ -67,7 +67,7 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     mine = parsed.where((F.col("tbl") == t.source) & (F.col("status") == "ok"))
     path = ctx.layout.table(t.qualified_name)
     file = ctx.project.ods_files.get(t.table_name, "layers/ods/")
-    cols = resolve_columns(parsed, t, rows, st.columns, path, st.watermark, file)
+    cols = resolve_columns(parsed, t, rows, st.columns, st.watermark, file)
     problem = table_config_problem(t, cols.target, file)
     if problem:  # this table's `ordering:` / `partition_by` cannot serve its events: its alone
         p.dead.append(mine.where(F.col("op") != "t").withColumn("reason", F.lit(problem)))

@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner
+
 from framework import hudi
+from framework.cli import main
 from framework.ods import dead_letter
 from framework.ods.rebuild import rebuild
 from framework.transform.runner import build
@@ -156,7 +159,39 @@ def test_dead_letter_replay_after_the_fix(tmp_path: Path, spark: Any) -> None:
     assert [r.selected for r in again] == [0]  # a second replay does nothing
     listed = [g.model_dump() for g in dead_letter.groups(spark, project, None, None)]
     assert {(g["source_table"], g["pending"], g["replayed"]) for g in listed} == {("shop.product", 0, 3), ("shop.extra", 0, 2)}
-    extra_t = project.ods_table("ods.extra")
-    assert dead_letter.purge(spark, project, extra_t, None, apply=False) == 2  # `purge` without --yes: counted only
-    assert dead_letter.purge(spark, project, extra_t, None, apply=True) == 2
+    # The table view (in this process: no JVM to start), and purge without and with --yes.
+    shown = CliRunner().invoke(main, ["--project", str(tmp_path), "dead-letter", "list", "--reason", "narrowed"], env={"COLUMNS": "250"})
+    assert shown.exit_code == 0 and "shop.product" in shown.output and "ods.product" in shown.output
+    assert "cdc/0002.json:1" in shown.output  # a sample: the first refused event's location
+    dry = CliRunner().invoke(main, ["--project", str(tmp_path), "dead-letter", "purge", "--table", "ods.extra"])
+    assert dry.exit_code == 1 and "2 events would be purged" in dry.output
+    done_purge = CliRunner().invoke(main, ["--project", str(tmp_path), "dead-letter", "purge", "--table", "ods.extra", "--yes"])
+    assert done_purge.exit_code == 0 and "purged 2 events" in done_purge.output
     assert {g.source_table for g in dead_letter.groups(spark, project, None, None)} == {"shop.product"}
+
+
+def test_rebuild_from_the_offsets_a_kafka_topic_still_holds(tmp_path: Path, spark: Any, kafka_broker: Any) -> None:
+    """With a Kafka source the rebuild reads the table's topic from its earliest offset, under a
+    checkpoint of its own: the main checkpoint's offsets and the other table stay as they were."""
+    topic = f"rb{os.getpid()}.shop"
+    kafka_broker.create_topic(topic)
+    src = {"kind": "kafka", "bootstrap_servers": kafka_broker.bootstrap_servers, "topics": [topic], "connect_timeout_seconds": 20}
+    lp = LakeProject(tmp_path, TABLES, lake_extra="ods:\n  source: " + json.dumps(src) + "\n")
+    s = Source()
+
+    def produce(events: list[dict[str, Any]]) -> None:
+        kafka_broker.produce(topic, [(json.dumps({"id": e["after" if e["after"] else "before"]["id"]}), json.dumps(e)) for e in events])
+
+    produce([s.put("users", {"id": i, "city": "sh", "score": i}) for i in range(1, 6)] + [s.put("orders", {"id": 1, "uid": 1, "amount": 3})])
+    lp.ingest(spark)
+    produce([s.put("users", {"id": 2, "city": "bj", "score": 20}), s.drop("users", 4)])
+    lp.ingest(spark)
+    orders_before = hudi.completed_instants(spark, lp.layout.table("ods.orders"))
+    offsets = sorted(p.name for p in (lp.layout.checkpoint("ods") / "stream" / "offsets").local.iterdir())
+    shutil.rmtree(lp.layout.table("ods.users").local)
+    rb = rebuild(spark, lp.project, lp.project.ods_table("ods.users"), dump=None, position=None, fmt="auto")
+    assert rb.rows == len(s.rows["users"]) and rb.dead_letter == 0
+    assert _stored(spark, lp, "ods.users", ["id", "city", "score"]) == s.live("users")
+    assert hudi.completed_instants(spark, lp.layout.table("ods.orders")) == orders_before
+    assert sorted(p.name for p in (lp.layout.checkpoint("ods") / "stream" / "offsets").local.iterdir()) == offsets
+    assert [p.name for p in lp.layout.checkpoint("x").parent.local.iterdir()] == ["ods"]  # its own checkpoint is gone

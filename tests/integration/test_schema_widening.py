@@ -263,3 +263,29 @@ def test_change_read_planned_before_a_widening_keeps_the_old_scale(tmp_path: Pat
         assert ch.after.schema["v"].dataType == T.DecimalType(10, 2), t
         assert [(r.id, r.v) for r in ch.after.collect()] == [(1, Decimal("2.50"))], t
         assert [(r.id, r.v) for r in ch.before.collect()] == [(1, Decimal("1.25"))], t
+
+
+def test_rewrite_killed_after_staging_is_finished_by_the_next_ingest(tmp_path: Path, spark: Any) -> None:
+    """DATE -> DATETIME rewrites the table; a SIGKILL once the staged copy is complete (before the
+    swap) leaves the old table, and the next ingest puts the staged copy in place and commits."""
+    import os
+    import subprocess
+    import sys
+
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.c, key: [code]}\n")
+    c = TypedTable("shop.c", "code", OLD_C)
+    rng = random.Random(5)
+    lp.write_cdc(_c_round(rng, c, 8, False))
+    lp.ingest(spark)
+    c.alter("code", decimal(8, 4))
+    c.alter("day", DATETIME3, lambda d: datetime(d.year, d.month, d.day))
+    lp.write_cdc(_c_round(rng, c, 6, True))
+    killed = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(tmp_path), "ingest", "--once"], capture_output=True,
+                            text=True, env={**os.environ, "LAKE_FAILPOINT": "after_rewrite_staged"}, timeout=600)
+    assert killed.returncode == -9, killed.stderr
+    assert _types(spark, lp, "ods.c")["day"] == "date"  # not swapped yet
+    assert (lp.layout.staging("ods.c").parent / "ods_c.json").local.exists()
+    lp.ingest(spark)
+    assert _types(spark, lp, "ods.c")["day"] == "timestamp"
+    assert _table(spark, lp, "ods.c", ["code", "grp", "day"]) == _oracle_rows(c.live(), ["code", "grp", "day"])
+    assert not lp.layout.staging("ods.c").local.exists()
