@@ -19,7 +19,8 @@ from framework.cli_env import env as env_group
 from framework.cli_freshness import freshness, print_freshness
 from framework.cli_modeltest import test_cmd
 from framework.cli_runs import runs as runs_group
-from framework.cli_support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
+from framework.cli_schedule import schedule as schedule_cmd
+from framework.cli_support import LOCK_TIMEOUT, Ctx, handle_errors, say, stale
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
 
@@ -59,20 +60,33 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
 @click.option("--tables", default=None, help="Comma-separated ODS tables (ods.user,ods.product); uses its own checkpoint.")
 @click.option("--trigger", default=None, help="Continuous trigger interval, e.g. 10s.")
 @click.option("--bootstrap", default=None, metavar="ods.TABLE", help="Bulk-load a full dump into this table instead of reading CDC.")
-@click.option("--path", "dump_path", default=None, type=click.Path(path_type=Path), help="The dump for --bootstrap (Parquet or CSV, file or directory).")
+@click.option("--rebuild", default=None, metavar="ods.TABLE", help="Write this table anew: [the dump of --path, then] the CDC the source still holds.")
+@click.option("--path", "dump_path", default=None, type=click.Path(path_type=Path), help="The dump for --bootstrap or --rebuild (Parquet or CSV, file or directory).")
 @click.option("--position", default=None, help="Source position of the dump: mysql-bin.000003:1234, lsn:123456 or an ISO time.")
 @click.option("--format", "dump_format", type=click.Choice(["auto", "parquet", "csv"]), default="auto")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstrap: str | None, dump_path: Path | None,
-           position: str | None, dump_format: str, as_json: bool, lock_timeout: float) -> None:
+def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstrap: str | None, rebuild: str | None,
+           dump_path: Path | None, position: str | None, dump_format: str, as_json: bool, lock_timeout: float) -> None:
     """Ingest CDC events into the ODS Hudi tables (one streaming job for all tables)."""
     from framework import report
     from framework.commands.ingest import run_bootstrap_command, run_ingest_command
 
     project = obj.project()
+    if rebuild:
+        from framework.commands.rebuild import run_rebuild_command
+
+        rb = run_rebuild_command(project=project, table=rebuild, path=dump_path, position=position, fmt=dump_format,
+                                 lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale)
+        dump = f"{rb.dump_rows} from the dump (hand-off position {rb.position or 'none'}), " if rb.dump_rows is not None else ""
+        if as_json:
+            click.echo(rb.model_dump_json(indent=2))
+        else:
+            say(obj.console, f"rebuilt {rb.table}: {rb.rows} rows; {dump}{rb.events} CDC events replayed, {rb.dead_letter} to the "
+                             "dead letter. Models reading it rebuild fully at their next build.")
+        return
     if bootstrap:
         if dump_path is None:
             raise LakeError("--bootstrap needs --path DUMP", fix="lake ingest --bootstrap ods.user --path dumps/user.parquet --position mysql-bin.000003:154")
@@ -337,53 +351,18 @@ def lineage(obj: Ctx, column: str, fmt: str) -> None:
         Console().print(render_tree(node))
 
 
-@main.command()
-@click.option("--list", "list_only", is_flag=True, help="Print each schedule with its next fire times, then exit.")
-@click.option("--next", "count", default=3, show_default=True, help="How many fire times --list shows.")
-@click.option("--airflow", "airflow_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write an Airflow DAG file (one DAG per schedule) to this path, then exit.")
-@click.option("--lake-bin", default="lake", show_default=True, help="With --airflow: the lake executable on the workers.")
-@click.pass_obj
-@handle_errors
-def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, lake_bin: str) -> None:
-    """Run the `schedules:` of lake.yaml until SIGTERM/Ctrl-C (each run in its own `lake` process)."""
-    from framework import schedule as sched
-
-    project = obj.project()
-    schedules = list(project.config.schedules)
-    if not schedules:
-        raise LakeError("lake.yaml has no `schedules:`",
-                        fix="add e.g. schedules: [{name: nightly, cron: '0 2 * * *', what: run, incremental: true}]")
-    sched.check(project, schedules)
-    if airflow_path is not None:
-        from framework.airflow import render_dags
-
-        airflow_path.write_text(render_dags(project.root, schedules, lake_bin, project.target), encoding="utf-8")
-        say(obj.console, f"wrote {len(schedules)} Airflow DAG(s) to {airflow_path}")
-        return
-    if list_only:
-        for s in schedules:
-            commands = " && ".join("lake " + " ".join(c) for c in sched.lake_commands(s))
-            times = ", ".join(f"{t:%Y-%m-%d %H:%M:%S %Z}" for t in sched.next_fire_times(s, count))
-            click.echo(f"{s.name}  cron '{s.cron}' ({s.timezone})  {commands}\n  next: {times}")
-        return
-
-    def log(text: str) -> None:
-        from datetime import datetime
-
-        say(err_console, f"{datetime.now():%Y-%m-%d %H:%M:%S} {text}")
-
-    steps = sched.SubprocessSteps(project.root, log, project.target)
-    sys.exit(sched.serve(sched.Scheduler(schedules, steps, log), log, steps.terminate))
-
-
 main.add_command(test_cmd)
+main.add_command(schedule_cmd)
 main.add_command(runs_group)
 main.add_command(docs_group)
 main.add_command(env_group)
 main.add_command(diff_command)
 
 main.add_command(freshness)
+
+from framework.cli_dead_letter import dead_letter  # noqa: E402 - its own module: this one is at its size limit
+
+main.add_command(dead_letter)
 
 if __name__ == "__main__":
     main()

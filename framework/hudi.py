@@ -7,7 +7,8 @@ upstream checkpoints): Hudi writes every write option whose key starts with `_` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,26 +229,67 @@ class Timeline:
     instants: tuple[Instant, ...]  # completed data commits, oldest first (by completion time)
     earliest_retained: str | None  # see `earliest_retained`
     last_meta: dict[str, str]  # lake extra metadata of the latest completed commit
+    types: dict[str, dict[str, str]] = field(default_factory=dict)  # completion time -> column types (`column_types`)
 
 
-def timeline(spark: SparkSession, path: Location | Path) -> Timeline:
+def timeline(spark: SparkSession, path: Location | Path, types_at: Collection[str] = ()) -> Timeline:
     """Completed commits, the cleaner's earliest retained commit and the latest commit's lake
-    metadata, in one read of the timeline; empty when the table does not exist."""
+    metadata, in one read of the timeline; empty when the table does not exist. With `types_at`
+    (completion times), also the column types the table had at those commits and at its latest."""
     if not table_exists(path):
         return Timeline((), None, {})
     mc = _meta_client(spark, path)
     at = mc.getActiveTimeline()
     tl = at.getCommitsTimeline().filterCompletedInstants()
-    instants = tuple(sorted((Instant(i.requestedTime(), i.getCompletionTime(), i.getAction()) for i in tl.getInstants().toArray()),
-                            key=lambda i: i.completed))
+    raw = {i.getCompletionTime(): i for i in tl.getInstants().toArray()}
+    instants = tuple(sorted((Instant(i.requestedTime(), i.getCompletionTime(), i.getAction()) for i in raw.values()), key=lambda i: i.completed))
     meta: dict[str, str] = {}
+    types: dict[str, dict[str, str]] = {}
     last = _last_write(mc, tl)
     if last is not None:
         extra = dict(at.readCommitMetadata(last).getExtraMetadata())
         meta = {str(k)[len(META_PREFIX):]: str(v) for k, v in extra.items() if str(k).startswith(META_PREFIX)}
+        wanted = [c for c in types_at if c in raw and c != instants[-1].completed]
+        if wanted:
+            types[instants[-1].completed] = column_types(str(extra.get("schema") or ""))
+            for c in wanted:
+                types[c] = column_types(str(dict(at.readCommitMetadata(raw[c]).getExtraMetadata()).get("schema") or ""))
     clean = at.getCleanerTimeline().filterCompletedInstants().lastInstant()
     kept = at.readCleanMetadata(clean.get()).getEarliestCommitToRetain() if clean.isPresent() else None
-    return Timeline(instants, str(kept) if kept else None, meta)
+    return Timeline(instants, str(kept) if kept else None, meta, types)
+
+
+_AVRO = {"int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING", "boolean": "BOOLEAN", "bytes": "BINARY"}
+
+
+def column_types(schema: str) -> dict[str, str]:
+    """Column -> type (as SQL text) of a commit's Avro writer schema (the `schema` of its commit
+    metadata); {} when it has none."""
+    import json
+
+    try:
+        record = json.loads(schema) if schema else {}
+    except json.JSONDecodeError:
+        return {}
+    out = {}
+    for f in record.get("fields", []) if isinstance(record, dict) else []:
+        t = f.get("type")
+        if isinstance(t, list):  # a nullable field: ["null", type]
+            t = next((x for x in t if x != "null"), "null")
+        if isinstance(t, dict):
+            logical = t.get("logicalType")
+            if logical == "decimal":
+                t = f"DECIMAL({t.get('precision')},{t.get('scale', 0)})"
+            elif logical == "date":
+                t = "DATE"
+            elif logical in ("timestamp-micros", "timestamp-millis"):
+                t = "TIMESTAMP"
+            elif logical in ("local-timestamp-micros", "local-timestamp-millis"):
+                t = "TIMESTAMP_NTZ"
+            else:
+                t = json.dumps({k: v for k, v in t.items() if k not in ("name", "namespace", "doc")}, sort_keys=True)
+        out[str(f.get("name"))] = _AVRO.get(str(t), str(t))
+    return out
 
 
 def _last_write(mc: Any, tl: Any) -> Any:

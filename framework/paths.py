@@ -63,6 +63,18 @@ class Layout:
         deleted and the source position of each delete (framework/ods/tombstones.py)."""
         return self.lake / "tombstones" / "_".join(_parts(qualified))
 
+    def rebuild_record(self, qualified: str) -> Location:
+        """When and why a table was last written anew (framework/rebuilds.py)."""
+        return self.lake / "rebuilds" / ("_".join(_parts(qualified)) + ".json")
+
+    def rebuild_pending(self, qualified: str) -> Location:
+        """Written when `lake ingest --rebuild` starts on a table, removed when it finished."""
+        return self.lake / "rebuilds" / ("_".join(_parts(qualified)) + ".pending")
+
+    def staging(self, qualified: str) -> Location:
+        """Where a table's rewrite is staged before it replaces the table (framework/ods/rewrite.py)."""
+        return self.lake / "staging" / "_".join(_parts(qualified))
+
     @property
     def quarantine_root(self) -> Location:
         return self.root / "_quarantine"

@@ -38,6 +38,9 @@ class Storage(Protocol):
     def delete(self, loc: Location) -> None:
         """Remove a file or a directory tree; nothing when absent."""
         ...
+    def rename(self, src: Location, dst: Location) -> None:
+        """Move a file or directory tree to `dst` (which must not exist)."""
+        ...
 
 
 class LocalStorage:
@@ -80,6 +83,10 @@ class LocalStorage:
             shutil.rmtree(p)
         else:
             p.unlink(missing_ok=True)
+
+    def rename(self, src: Location, dst: Location) -> None:
+        dst.local.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src.local, dst.local)
 
 
 class HadoopStorage:
@@ -150,6 +157,13 @@ class HadoopStorage:
         fs, p = self._fs(loc)
         if fs.exists(p):
             fs.delete(p, True)
+
+    def rename(self, src: Location, dst: Location) -> None:
+        fs, s = self._fs(src)
+        _, d = self._fs(dst)
+        fs.mkdirs(d.getParent())
+        if not fs.rename(s, d):
+            raise LakeError(f"could not rename {src} to {dst}", fix="check the file system's permissions")
 
 
 def _write(fs: Any, path: Any, data: bytearray) -> None:

@@ -184,3 +184,54 @@ class LockHolder(BaseModel):
     host: str
     command: str
     since: datetime
+
+
+class RebuildRecord(BaseModel):
+    """The last time a table was written anew (`lake ingest --rebuild`, or a type change Hudi takes
+    only by rewriting the table), `<warehouse>/_lake/rebuilds/<layer>_<name>.json`: models whose
+    checkpoint of it is older rebuild fully, saying why (framework/transform/plan.py)."""
+
+    table: str
+    first: str  # completion time of the new table's first commit
+    reason: str
+    at: datetime
+
+
+class RebuildResult(BaseModel):
+    """What `lake ingest --rebuild` did to one ODS table."""
+
+    table: str
+    reason: str
+    dump_rows: int | None = None  # rows bulk-loaded from the dump (--path), if any
+    position: str | None = None  # the dump's hand-off position
+    events: int = 0  # CDC events written from the replay (upserts and deletes)
+    dead_letter: int = 0  # events of the table the replay sent to the dead letter
+    rows: int = 0  # the table's rows afterwards
+    ingest: IngestSummary | None = None  # the replay's run
+
+
+class DeadLetterSample(BaseModel):
+    loc: str
+    raw: str | None  # the message's first 200 characters
+
+
+class DeadLetterGroup(BaseModel):
+    """Dead-lettered events of one source table and reason (`lake dead-letter list`)."""
+
+    source_table: str | None  # as routed (`<db>.<table>`); None: no source block
+    table: str | None  # the ODS table declared for it now, if any
+    reason: str
+    pending: int  # not replayed yet
+    replayed: int  # put back through ingest by `lake dead-letter replay`
+    samples: list[DeadLetterSample] = Field(default_factory=list)
+
+
+class ReplayResult(BaseModel):
+    """One `lake dead-letter replay` (or the resumption of one a crash interrupted)."""
+
+    replay_id: str
+    resumed: bool = False
+    selected: int = 0  # pending events it put back through ingest
+    replayed: int = 0  # ... marked replayed (taken, or dropped as older than what the table holds)
+    failed_again: int = 0  # ... dead-lettered again (their reason updated, still pending)
+    batch: BatchResult | None = None

@@ -29,6 +29,7 @@ from framework import hudi
 from framework.config import Project
 from framework.errors import IngestFailed, QualityGateError
 from framework.location import Location
+from framework.ods import rewrite
 from framework.ods.commit import DEAD_LETTER_KEY, commit_table, write_dead_letter
 from framework.ods.context import BatchContext, HighWater, TableState
 from framework.ods.discover import auto_create, resolve_keys
@@ -66,6 +67,7 @@ class OdsBatchWriter:
         if st.loaded:
             return st
         path = self.layout.table(t.qualified_name)
+        rewrite.recover(self.spark, self.layout, t.qualified_name)  # a rewrite a crash interrupted
         if hudi.table_exists(path):
             schema = hudi.read(self.spark, path).schema
             st.columns = {

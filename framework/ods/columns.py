@@ -4,6 +4,11 @@ Schema blocks give each version's types (envelope.py); events without one take t
 `columns:`, the table's own types, or types inferred from a sample of their JSON values. Versions
 are taken in arrival order against evolution.py's rules: a version the table cannot take is
 rejected on its own (its events go to the dead letter with the reason), the others are written.
+A version whose events all precede the table's bootstrap hand-off is not judged: they are dropped
+anyway (a table rebuilt from a dump taken after a type change would reject them otherwise).
+A widening Hudi cannot make in place (DATE → TIMESTAMP, a key column whose text changes) is
+taken by rewriting the table before the batch commits (`rewrite`; framework/ods/rewrite.py),
+except on an `ordering:` column, whose stored sequence it would change: that needs a rebuild.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from framework.location import Location
 from framework.ods.envelope import (
     Decoder,
     SchemaBlockError,
@@ -23,7 +27,14 @@ from framework.ods.envelope import (
     infer_json_type,
     row_columns,
 )
-from framework.ods.evolution import merge_batch_types
+from framework.ods.evolution import (
+    WALL_CLOCK,
+    in_place,
+    key_text_kept,
+    merge_batch_types,
+    normalize,
+)
+from framework.ods.position import slice_of
 from models.config import OdsTable
 
 
@@ -35,32 +46,56 @@ class Columns:
     target: dict[str, str]
     versions: dict[str, dict[str, Decoder]] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)
+    rewrite: dict[str, tuple[str, str]] = field(default_factory=dict)  # column -> (stored, new): by a rewrite
 
 
-def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: dict[str, str], path: Location) -> Columns:
-    """The columns of table `t` (now `current`, stored at `path`) after the batch whose summary
-    rows for `t` are `rows`."""
+def needs_rewrite(t: OdsTable, column: str, old: str, new: str) -> bool:
+    """Whether table `t` takes `column`'s change from `old` to `new` only by a rewrite."""
+    if normalize(old) == normalize(new):
+        return False
+    return not in_place(old, new) or (column in t.key and not key_text_kept(old, new))
+
+
+def _fix(t: OdsTable, narrowing: bool, file: str) -> str:
+    """The fix a rejected schema change's reason names (commands that exist)."""
+    q = t.qualified_name
+    if narrowing:
+        return (f"set `schema_narrowing: keep_wider` on {q} in {file} to keep the wider type, then put the events back: "
+                f"lake dead-letter replay --table {q}")
+    return (f"the events wait in the dead letter; rebuild the table in the new type from a dump taken after the change: "
+            f"lake ingest --rebuild {q} --path DUMP --position POS (then lake dead-letter purge --table {q} --yes), "
+            f"or, once the source sends the old type again, lake dead-letter replay --table {q}")
+
+
+def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: dict[str, str],
+                    watermark: str | None = None, file: str = "layers/ods/") -> Columns:
+    """The columns of table `t` (now `current`, declared in `file`) after the
+    batch whose summary rows for `t` are `rows`; `watermark`: its bootstrap hand-off position."""
     out = Columns(dict(current))
     keep_wider = t.schema_narrowing == "keep_wider"
 
     def take(version: str, dec: dict[str, Decoder]) -> None:
         candidate = dict(out.target)
         for name, d in dec.items():
-            res = merge_batch_types(name, candidate.get(name), [d.spark_type], keep_wider=keep_wider)
+            res = merge_batch_types(name, candidate.get(name), [d.spark_type], keep_wider=keep_wider, wall_clock=d.kind in WALL_CLOCK)
             if res.error:
-                fix = ("set `schema_narrowing: keep_wider` on the table to keep the wider type" if res.narrowing else
-                       f"the events stay in the dead letter; fix the source, or re-create the table (remove "
-                       f"{path} and re-bootstrap it with lake ingest --bootstrap {t.qualified_name})")
-                out.rejected[version] = f"incompatible schema change in {t.source}: {res.error} ({fix})"
+                out.rejected[version] = f"incompatible schema change in {t.source}: {res.error} (fix: {_fix(t, res.narrowing, file)})"
                 return
             assert res.target is not None
+            old = current.get(name)
+            if name in t.ordering and old is not None and needs_rewrite(t, name, old, res.target):
+                out.rejected[version] = (
+                    f"schema change in {t.source}: `ordering:` column {name!r} changed type from {old.upper()} to "
+                    f"{res.target.upper()}, which changes the order lake stored (fix: rebuild the table from what the "
+                    f"source still has: lake ingest --rebuild {t.qualified_name}, or from a dump: add --path DUMP --position POS)")
+                return
             candidate[name] = res.target
         out.versions[version] = dec
         out.target.update(candidate)
 
     schemaless_keys: set[str] = set()
     for r in sorted(rows, key=lambda r: r["first_arrival"] or ""):
-        if r["is_truncate"]:
+        if r["is_truncate"] or _before(r["pos_max"], watermark):
             continue
         if not r["schema_raw"]:
             schemaless_keys.update(r["keys"] or [])
@@ -76,7 +111,16 @@ def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: di
         unknown = [k for k in schemaless_keys if k not in current and k not in t.columns]
         inferred = infer_types(parsed, t, unknown) if unknown else {}
         take("", {k: decoder_for_sql_type(t.columns.get(k) or current.get(k) or inferred.get(k, "string")) for k in sorted(schemaless_keys)})
+    out.rewrite = {c: (current[c], new) for c, new in out.target.items() if c in current and needs_rewrite(t, c, current[c], new)}
     return out
+
+
+def _before(pos_max: str | None, watermark: str | None) -> bool:
+    """Every event of a summary row (greatest position `pos_max`) precedes the hand-off."""
+    if not watermark or pos_max is None:
+        return False
+    start, length, value = slice_of(watermark)
+    return pos_max[start - 1 : start - 1 + length] < value
 
 
 def infer_types(parsed: DataFrame, t: OdsTable, keys: list[str]) -> dict[str, str]:

@@ -17,7 +17,7 @@ from framework import hudi
 from framework.errors import QualityGateError
 from framework.faults import failpoint, pausepoint
 from framework.lock import LockHeldError, hold, table_lock
-from framework.ods import tombstones
+from framework.ods import rewrite, tombstones
 from framework.ods.context import BatchContext, TableState
 from framework.ods.prepare import Prepared
 from framework.quality.ods_gate import check_table
@@ -57,6 +57,8 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
         catalog=ctx.project.config.catalog,
         sql_name=t.qualified_name,
     )
+    if p.rewrite:  # a widening Hudi cannot make in place: the table is rewritten in the new types first
+        rewrite.rewrite(ctx, t, st, p.rewrite, opts)
     # Tombstones first: a crash before the table's commit leaves tombstones its rerun tolerates
     # (framework/ods/tombstones.py); the other order would lose them.
     tombstones.write(ctx, t, commit, batch_id)

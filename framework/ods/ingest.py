@@ -24,6 +24,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from framework import rebuilds
 from framework.config import Project
 from framework.errors import EnvironmentProblem, IngestFailed, LakeError
 from framework.faults import failpoint
@@ -211,9 +212,11 @@ def run_ingest(
     on_batch: Callable[[BatchResult], None] | None = None,
     stop_event: threading.Event | None = None,
     run_id: str | None = None,
+    checkpoint: str | None = None,
 ) -> IngestSummary:
     """Ingest everything not yet ingested (`continuous=False`), or keep going until stopped.
-    `run_id` (the run record's) labels quality results and quarantined events.
+    `run_id` (the run record's) labels quality results and quarantined events; `checkpoint`: the
+    streaming checkpoint's name instead of the one of `tables` (a rebuild's replay: its own).
 
     Raises:
         BatchBlocked: an error check blocked a table; its `summary` holds the run so far.
@@ -226,7 +229,9 @@ def run_ingest(
         unknown = only - {t.table_name for t in project.ods_tables}
         if unknown:
             project.ods_table(sorted(unknown)[0])  # raises with "did you mean"
-    ckpt = layout.checkpoint(checkpoint_name(sorted(only) if only else None))
+    if checkpoint is None:
+        rebuilds.unfinished(layout, [t.qualified_name for t in project.ods_tables if only is None or t.table_name in only])
+    ckpt = layout.checkpoint(checkpoint or checkpoint_name(sorted(only) if only else None))
     sid = stream_id(ckpt)
     writer = OdsBatchWriter(spark, project, sid, only, run_id=run_id)
     summary = IngestSummary(run_id=run_id or uuid.uuid4().hex[:12], started_at=datetime.now(timezone.utc))

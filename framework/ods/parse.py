@@ -143,6 +143,7 @@ def summarize(parsed: DataFrame) -> list[Any]:
             F.count(F.lit(1)).alias("n"),
             F.first("schema_raw", ignorenulls=True).alias("schema_raw"),
             F.min("arrival").alias("first_arrival"),
+            F.max("pos_seq").alias("pos_max"),  # all before a bootstrap hand-off: not judged (columns.py)
             F.array_distinct(F.flatten(F.collect_set(F.when(ok & F.col("schema_raw").isNull(), F.map_keys("img"))))).alias("keys"),
             F.sum(F.col("ord_missing").cast("int")).alias("ord_missing"),
             # The source position of the table's last truncate in this batch (position, then arrival).

@@ -48,6 +48,7 @@ class Prepared:
     dead_reasons: dict[str, int] = field(default_factory=dict)
     high_water: HighWater | None = None  # the table's after this commit
     migrated: int = 0  # soft deletes of a table written before tombstones, moved by this commit
+    rewrite: dict[str, tuple[str, str]] = field(default_factory=dict)  # columns the table takes by a rewrite (rewrite.py)
 
 
 def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], st: TableState, batch_id: int,
@@ -65,14 +66,15 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
         return p
     mine = parsed.where((F.col("tbl") == t.source) & (F.col("status") == "ok"))
     path = ctx.layout.table(t.qualified_name)
-    cols = resolve_columns(parsed, t, rows, st.columns, path)
-    problem = table_config_problem(t, cols.target, ctx.project.ods_files.get(t.table_name, "layers/ods/"))
+    file = ctx.project.ods_files.get(t.table_name, "layers/ods/")
+    cols = resolve_columns(parsed, t, rows, st.columns, st.watermark, file)
+    problem = table_config_problem(t, cols.target, file)
     if problem:  # this table's `ordering:` / `partition_by` cannot serve its events: its alone
         p.dead.append(mine.where(F.col("op") != "t").withColumn("reason", F.lit(problem)))
         tr.status, tr.reason = "dead_letter", problem
         tr.dead_letter = p.dead_reasons[problem] = sum(r["n"] for r in rows if not r["is_truncate"])
         return p
-    p.target = cols.target
+    p.target, p.rewrite = cols.target, cols.rewrite
     mine = _reject_versions(p, mine, rows, cols)
     delete_all = ctx.project.config.ods.truncate == "delete_all"
     truncate_at = max((r["truncate_at"] for r in rows if r["is_truncate"] and r["truncate_at"]), default=None) if delete_all else None

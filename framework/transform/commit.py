@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework import hudi
+from framework import hudi, rebuilds
 from framework.columns import lake_key, visible_columns
 from framework.config import Project
 from framework.errors import LakeError
 from framework.faults import failpoint
 from framework.held import Held, is_held
+from framework.ods.evolution import in_place
 from framework.paths import Layout
 from framework.quality.checks import GateResult
 from framework.quality.model_gate import ModelGate
@@ -76,7 +77,8 @@ class Committer:
             gone = out.where("_lake_rows <= 0").select("_lake_key")
             out = out.where("_lake_rows > 0")
         out = out.withColumn("_hoodie_is_deleted", F.lit(False))
-        exists = hudi.table_exists(path)
+        stored, anew = self._stored(m, out)
+        exists = stored is not None
         # A key from the model's YAML may not be unique; the others are by construction (GROUP BY,
         # DISTINCT, an upstream's key). Hudi's insert (a first write) would store each duplicate
         # and later upserts keep one of them: refuse instead.
@@ -91,28 +93,51 @@ class Committer:
                 _reject_duplicate_keys(m, key, out)
             # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys
             # are deleted below like any key the query no longer returns.
-            out, gate = self.gate.check(m.name, m.config.checks, out, key, self.reader.raw(m.name) if exists else None, scope, scope_col, gone)
+            out, gate = self.gate.check(m.name, m.config.checks, out, key, stored, scope, scope_col, gone)
             hidden_rows = None
             if "_lake_rows" in out.columns:
                 # Groups HAVING or a `drop` check hides go to the hidden-groups table (hidden.py);
                 # not returned here, the diff deletes them from the model's table if there.
                 hidden_rows, out = out.where("_deleted"), out.where("NOT _deleted")
             deletes = None
-            if exists:
-                out, deletes = self._diff(m, out, scope, scope_col, gone)
+            if stored is not None:
+                out, deletes = self._diff(stored, m, out, scope, scope_col, gone)
             final = out if deletes is None and is_held(out) else held(out if deletes is None else out.unionByName(deletes))
             moved = None if hidden_rows is None else (hidden_rows, scope, gone)
             written, deleted = self._commit(p, a, final, exists, moved)
+            if anew:
+                rebuilds.record(self.layout, m.name, hudi.completed_instants(self.spark, path)[0].completed, anew)
             return Written(written, deleted, gate)
         finally:
             held.release()
             self.gate.release()
 
-    def _diff(self, m: Model, out: DataFrame, scope: DataFrame | None, scope_col: str, gone: DataFrame | None) -> tuple[DataFrame, DataFrame]:
-        """Into an existing table: the delete records of keys in `scope` the rows no longer hold
-        (and of `gone` groups), and, without a scope, only the rows that differ from the table."""
+    def _stored(self, m: Model, out: DataFrame) -> tuple[DataFrame | None, str | None]:
+        """The model's table (None: none yet), and why it is written anew (else None): a column
+        whose type changes in a way Hudi cannot make in place (DATE → TIMESTAMP, a narrowing;
+        framework/ods/evolution.py). Such a table, and its hidden groups, are removed first: a
+        full build rewrites every row anyway, and a crash before its commit leaves no table, which
+        the next build builds in full."""
+        path = self.layout.table(m.name)
+        if not hudi.table_exists(path):
+            return None, None
+        stored = self.reader.raw(m.name)
+        theirs = dict(stored.dtypes)
+        bad = [(c, theirs[c], t) for c, t in out.dtypes if c in theirs and not c.startswith("_hoodie_") and not in_place(theirs[c], t)]
+        if not bad:
+            return stored, None
+        c, old, new = bad[0]
+        self.layout.fs.delete(path)
+        self.layout.fs.delete(self.layout.hidden(m.name))
+        return None, (f"{m.name} column {c} changed type from {old.upper()} to {new.upper()}, which Hudi cannot change in place: "
+                      "its table was written anew")
+
+    def _diff(self, full_target: DataFrame, m: Model, out: DataFrame, scope: DataFrame | None, scope_col: str,
+              gone: DataFrame | None) -> tuple[DataFrame, DataFrame]:
+        """Into an existing table (`full_target`): the delete records of keys in `scope` the rows
+        no longer hold (and of `gone` groups), and, without a scope, only the rows that differ
+        from the table."""
         # Delete records need the key (and partition path) only: read just those columns.
-        full_target = self.reader.raw(m.name)
         required = {f.name for f in full_target.schema.fields if not f.nullable}
         kept = ["_lake_key"] + ([m.config.partition_by] if m.config.partition_by else [])
         if any(t.startswith(("array", "map", "struct")) for c, t in full_target.dtypes if c in required):

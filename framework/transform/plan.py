@@ -27,6 +27,8 @@ class UpstreamState:
     instants: tuple[Instant, ...]  # completed data commits, oldest first (by completion time)
     earliest_retained: str | None = None  # requested time of the oldest commit the cleaner kept
     size_bytes: int = 0  # latest file slices (hudi.table_bytes); 0 when not read
+    rebuilt: tuple[str, str] | None = None  # its last rebuild (framework/rebuilds.py): first commit, reason
+    types: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # completion time -> column types (checkpoints, latest)
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,9 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
         if reason:
             return ModelPlan(m, a, "full", reason, end)
         pending[u] = sum(1 for i in up.instants if i.completed > c)
+    retyped = next((r for u in m.upstreams if pending[u] and (r := _retyped(u, ckpt[u], state.upstreams[u]))), None)
+    if retyped:
+        return ModelPlan(m, a, "full", retyped, end)
     begin = dict(ckpt)
     if not any(pending.values()):
         return ModelPlan(m, a, "noop", "no upstream commits since the checkpoint", end, begin, pending)
@@ -135,6 +140,8 @@ def _unusable(u: str, c: str, up: UpstreamState) -> str | None:
     """Why the checkpoint `c` of upstream `u` cannot start a change read, or None."""
     done = {i.completed for i in up.instants}
     if c not in done:
+        if up.rebuilt and c < up.rebuilt[0]:
+            return f"{u} was rebuilt after the checkpoint ({c}), so the model is rebuilt from it: {up.rebuilt[1]}"
         if c < up.instants[0].completed:
             return f"checkpoint of {u} ({c}) is older than its timeline ({up.instants[0].completed}): cleaned or archived"
         return f"checkpoint of {u} ({c}) is not on its timeline: {u} was rebuilt"
@@ -146,6 +153,21 @@ def _unusable(u: str, c: str, up: UpstreamState) -> str | None:
     if kept and any(i.completed > c and i.requested < kept for i in up.instants):
         return f"checkpoint of {u} ({c}) is older than what the cleaner kept (earliest retained commit {kept}): cleaned"
     return None
+
+
+def _retyped(u: str, c: str, up: UpstreamState) -> str | None:
+    """Why a change read of `u` since the checkpoint `c` would span a column type change (a
+    widening the table took in place), or None. The change's images and the old snapshots come
+    in both types, and keys of such a column change their text (1.50 → 1.5000): a full build
+    writes every row in the new type instead."""
+    before, after = up.types.get(c), up.types.get(up.instants[-1].completed)
+    if not before or not after:
+        return None
+    changed = [(col, before[col], after[col]) for col in before if col in after and before[col] != after[col]]
+    if not changed:
+        return None
+    col, old, new = changed[0]
+    return f"{u} column {col} changed type from {old} to {new} since the checkpoint ({c}): rebuilt in the new type"
 
 
 def needs_sizes(m: Model, limits: BuildLimits) -> bool:

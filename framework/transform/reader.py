@@ -87,18 +87,19 @@ class TableReader:
             return self._logged_change(name, key, begin, end)
         incr = self.incremental(name, begin, end, cdc=False)
         cols = visible_columns(incr)
-        after = incr.where(live(incr)).select(*cols)
+        typed = self._typed_as(name, end, incr.schema)
+        after = _cast(incr.where(live(incr)).select(*cols), typed)
         cdc = self.incremental(name, begin, end, cdc=True)
         schema = incr.schema
         changed = _keyed(cdc, schema, key)
         # Hard deletes (model outputs) appear only in the CDC stream; the incremental query has the rest.
-        keys = changed.select(*key).union(incr.select(*key)).distinct()
+        keys = _cast(changed.select(*key).union(incr.select(*key)).distinct(), typed)
         if mor:
             old = self.raw(name, as_of=begin)
             before = old.where(live(old)).join(keys, key, "left_semi").select(*visible_columns(old))
         else:
             before = _image(_ranked(changed, key), "before", schema, cols)
-        return Change(before=before, after=after, keys=keys)
+        return Change(before=_cast(before, typed), after=after, keys=keys)
 
     def _logged_change(self, name: str, key: list[str], begin: str, end: str) -> Change:
         """The net change from the CDC logs alone, when every change in the range is logged
@@ -107,11 +108,26 @@ class TableReader:
         over the keys, the whole table."""
         cdc = self.incremental(name, begin, end, cdc=True)
         at_end = self.raw(name, as_of=end)  # the schema the model's snapshot reads has
-        schema, cols = at_end.schema, visible_columns(at_end)
+        cols = visible_columns(at_end)
+        schema = self._written_as(name, end, at_end.schema)
         changed = _keyed(cdc, schema, key)
         ranked = _ranked(changed, key)
         before, after = _image(ranked, "before", schema, cols), _image(ranked, "after", schema, cols)
-        return Change(before=before, after=after, keys=changed.select(*key).distinct())
+        keys = changed.select(*key).distinct()
+        return Change(before=_cast(before, at_end.schema), after=_cast(after, at_end.schema), keys=_cast(keys, at_end.schema))
+
+    def _written_as(self, name: str, end: str, at_end: T.StructType) -> T.StructType:
+        """The schema Hudi gives change records of a range ending at `end`: the table's latest, also
+        for commits written before a widening (a DECIMAL(10,2) → DECIMAL(12,4) table returns old
+        CDC images rescaled: 1.25 as 12500), which can be newer than the schema at `end` when a
+        commit lands after the build planned."""
+        last = self.latest(name)
+        return at_end if last is None or last.completed == end else self.raw(name).schema
+
+    def _typed_as(self, name: str, end: str, latest: T.StructType) -> T.StructType:
+        """The schema at `end`, which change images are cast to (see `_written_as`)."""
+        last = self.latest(name)
+        return latest if last is None or last.completed == end else self.raw(name, as_of=end).schema
 
 
 def _keyed(cdc: DataFrame, schema: T.StructType, key: list[str]) -> DataFrame:
@@ -142,6 +158,16 @@ def _image(ranked: DataFrame, which: str, schema: T.StructType, cols: list[str])
     parsed = ranked.where(F.col("_first" if which == "before" else "_last")).select(F.from_json(json, full).alias("b")).where(F.col("b").isNotNull())
     typed = parsed.select(*[_from_avro_json(F.col("b")[f.name], schema[f.name].dataType).alias(f.name) for f in full.fields])
     return typed.where(live(typed)).select(*cols)
+
+
+def _cast(df: DataFrame, schema: T.StructType) -> DataFrame:
+    """`df` with each column of `schema` cast to its type there (exact: the values of a range
+    ending at the schema's instant fit its types)."""
+    types = {f.name: f.dataType for f in schema.fields}
+    if all(types.get(f.name, f.dataType) == f.dataType for f in df.schema.fields):
+        return df
+    return df.select(*[F.col(f"`{f.name}`").cast(types[f.name]).alias(f.name) if types.get(f.name, f.dataType) != f.dataType
+                       else F.col(f"`{f.name}`") for f in df.schema.fields])
 
 
 def _avro_json_type(t: T.DataType) -> T.DataType:

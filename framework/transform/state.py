@@ -1,7 +1,8 @@
 """Reading the :class:`~framework.transform.plan.State` of a selection from its Hudi tables.
 
 One timeline read per table (commits, the cleaner's earliest retained commit, the latest commit's
-lake metadata) and, where a model may be recomputed, one file listing for its upstream's size.
+lake metadata, an upstream's column types at the models' checkpoints and now), its last rebuild
+(framework/rebuilds.py) and, where a model may be recomputed, one file listing for its upstream's size.
 A project whose tables do not exist yet needs no Spark: `lake plan` on an unbuilt project runs
 without a JVM.
 """
@@ -9,10 +10,10 @@ without a JVM.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
-from framework import hudi, timeline
+from framework import hudi, rebuilds, timeline
 from framework.paths import Layout
 from framework.transform.plan import State, TargetState, UpstreamState
 
@@ -28,27 +29,30 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
     `sized`: upstreams whose size planning may compare. `spark` may be None when none of the
     tables exists yet."""
     sized = set(sized)
-    ups: dict[str, UpstreamState] = {}
-    for u in dict.fromkeys(upstreams):
-        tl = _timeline(spark, layout, u)
-        pin = layout.pinned(u)  # an environment reads production as of its pinned instant
-        instants = tl.instants if pin is None else tuple(i for i in tl.instants if i.completed <= pin)
-        ups[u] = UpstreamState(instants, tl.earliest_retained, hudi.table_bytes(layout.table(u)) if u in sized else 0)
     tgts: dict[str, TargetState] = {}
     for name in dict.fromkeys(targets):
         meta = _timeline(spark, layout, name).last_meta
         ckpt = json.loads(meta["ckpt"]) if "ckpt" in meta else None
         tgts[name] = TargetState(ckpt, meta.get("fingerprint") if ckpt is not None else None, meta.get("hidden") if ckpt is not None else None)
+    ups: dict[str, UpstreamState] = {}
+    for u in dict.fromkeys(upstreams):
+        # The column types at the targets' checkpoints: a change read since one must not span a type change.
+        tl = _timeline(spark, layout, u, {t.checkpoint[u] for t in tgts.values() if t.checkpoint and u in t.checkpoint})
+        rec = rebuilds.read(layout, u) if tl.instants else None
+        pin = layout.pinned(u)  # an environment reads production as of its pinned instant
+        instants = tl.instants if pin is None else tuple(i for i in tl.instants if i.completed <= pin)
+        ups[u] = UpstreamState(instants, tl.earliest_retained, hudi.table_bytes(layout.table(u)) if u in sized else 0,
+                               (rec.first, rec.reason) if rec else None, tl.types)
     return State(ups, tgts)
 
 
-def _timeline(spark: SparkSession | None, layout: Layout, name: str) -> hudi.Timeline:
+def _timeline(spark: SparkSession | None, layout: Layout, name: str, types_at: Collection[str] = ()) -> hudi.Timeline:
     path = layout.table(name)
     if not hudi.table_exists(path):
         return hudi.Timeline((), None, {})
     if spark is None:
         raise ValueError(f"reading the timeline of {name} needs a SparkSession")
-    return hudi.timeline(spark, path)
+    return hudi.timeline(spark, path, types_at)
 
 
 def recorded(project: Project) -> Recorded:

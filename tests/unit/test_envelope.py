@@ -86,6 +86,33 @@ def test_evolution_rules() -> None:
     assert merge_batch_types("age", "int", ["bigint", "int"], keep_wider=True).target == "bigint"
 
 
+def test_widening_rules() -> None:
+    """Lossless widenings a database makes (README "Schema changes"), and what stays rejected."""
+    assert resolve("p", "decimal(10,2)", "decimal(12,2)").promoted  # more digits
+    assert resolve("p", "decimal(10,2)", "decimal(12,4)").target == "decimal(12,4)"  # more scale that fits
+    lost = resolve("p", "decimal(10,2)", "decimal(11,4)")  # 7 integer digits for 8: cannot hold every value
+    assert lost.target is None and "cannot hold every DECIMAL(10,2) value" in (lost.error or "")
+    assert resolve("p", "decimal(12,4)", "decimal(10,2)").narrowing  # a scale (and digit) decrease the old type holds
+    assert resolve("d", "date", "timestamp").target == "timestamp"
+    zoned = resolve("d", "date", "timestamp", wall_clock=False)
+    assert zoned.target is None and "not exact" in (zoned.error or "")
+    assert resolve("d", "timestamp", "date").narrowing
+    assert resolve("i", "int", "double").promoted and resolve("i", "bigint", "double").error
+    assert resolve("s", "string", "int").error and resolve("s", "int", "decimal(12,2)").error
+
+
+def test_what_hudi_changes_in_place() -> None:
+    """Measured on Hudi 1.2.0 (README "Schema changes"): DATE -> TIMESTAMP only by a rewrite."""
+    from framework.ods.evolution import in_place, key_text_kept
+
+    assert in_place("decimal(10,2)", "decimal(12,4)") and in_place("int", "bigint") and in_place("float", "double")
+    assert in_place("tinyint", "int") and in_place("smallint", "int") and in_place("int", "double")
+    assert not in_place("date", "timestamp") and not in_place("decimal(10,2)", "decimal(11,4)") and not in_place("bigint", "int")
+    assert key_text_kept("int", "bigint") and key_text_kept("decimal(10,2)", "decimal(12,2)")
+    assert not key_text_kept("decimal(10,2)", "decimal(12,4)") and not key_text_kept("float", "double")
+    assert not key_text_kept("date", "timestamp")
+
+
 def test_positions() -> None:
     w = parse_position("mysql-bin.000003:1234")
     assert w == "mysql:" + "3".zfill(10) + "1234".zfill(20)

@@ -147,3 +147,28 @@ def test_core_modules_import_no_spark_or_great_expectations(module: str) -> None
     code = f"import sys, {module}; bad = [m for m in ('pyspark', 'great_expectations', 'py4j') if m in sys.modules]; assert not bad, bad"
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_upstream_column_retyped_since_the_checkpoint_rebuilds() -> None:
+    """A change read would span a widening the upstream took in place: a full build instead."""
+    types = {"10": {"id": "INT", "price": "DECIMAL(10,2)"}, "30": {"id": "INT", "price": "DECIMAL(12,2)", "new": "STRING"}}
+    s = State({"ods.user": UpstreamState(commits("10", "20", "30"), types=types)}, {"dws.user_agg": TargetState({"ods.user": "10"}, "fp1", "-")})
+    p = plan_model(model(), AGG, s, incremental=True, limits=LIMITS)
+    assert (p.mode, p.reason) == ("full", "ods.user column price changed type from DECIMAL(10,2) to DECIMAL(12,2) since the checkpoint (10): "
+                                          "rebuilt in the new type")
+    # A column added since is no type change.
+    added = {"10": {"id": "INT"}, "30": {"id": "INT", "new": "STRING"}}
+    s = State({"ods.user": UpstreamState(commits("10", "20", "30"), types=added)}, {"dws.user_agg": TargetState({"ods.user": "10"}, "fp1", "-")})
+    assert plan_model(model(), AGG, s, incremental=True, limits=LIMITS).mode == "incremental"
+
+
+def test_rebuilt_upstream_says_so() -> None:
+    """`lake ingest --rebuild` (or a rewrite) gives the upstream a new timeline after the checkpoint."""
+    up = UpstreamState(commits("50", "60"), rebuilt=("50", "ods.user was rebuilt by lake ingest --rebuild"))
+    s = State({"ods.user": up}, {"dws.user_agg": TargetState({"ods.user": "20"}, "fp1", "-")})
+    p = plan_model(model(), AGG, s, incremental=True, limits=LIMITS)
+    assert p.mode == "full" and p.reason == ("ods.user was rebuilt after the checkpoint (20), so the model is rebuilt from it: "
+                                             "ods.user was rebuilt by lake ingest --rebuild")
+    # Without a record, the same timeline reads as cleaned or archived.
+    s = State({"ods.user": UpstreamState(commits("50", "60"))}, {"dws.user_agg": TargetState({"ods.user": "20"}, "fp1", "-")})
+    assert "cleaned or archived" in plan_model(model(), AGG, s, incremental=True, limits=LIMITS).reason

@@ -1,0 +1,169 @@
+"""`lake dead-letter list|replay|purge`: the dead letter (`_lake.dead_letter`, keyed by the event's
+location) after a fix — a config change, a table declared, lake upgraded to take a widening.
+
+Replay puts pending events back through the ODS micro-batch path (framework/ods/batch.py), the
+one every ingest takes: their raw message, their location and their original arrival order, so
+the source position decides as it did the first time (an older event does not overwrite a newer
+row, a deleted key's tombstone drops what precedes the delete). Afterwards each event is marked
+(`replayed_at`, `replay_id`) unless it went to the dead letter again (its reason updated, still
+pending). The marks are Hudi upserts ordered on `_seq`: a replay's arrival is the stored `_seq`
+followed by `r`, so what the replay writes wins over the stored row.
+
+Crash safety: a journal (`_lake/dead_letter_replay.json`: replay id, the dead letter's instant the
+selection was read at, the filters) is written before anything else and removed after the marks.
+A rerun finds it and finishes that replay first: the same events (the selection read again at
+that instant), the same stream id and batch, so tables that committed it skip it (exactly once,
+batch.py) and the dead letter is not written twice; then the marks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from framework import hudi
+from framework.config import Project
+from framework.faults import failpoint
+from framework.lock import hold, table_lock
+from framework.ods.batch import OdsBatchWriter
+from framework.ods.commit import DEAD_LETTER_KEY, DEAD_LETTER_WAIT_SECONDS
+from framework.paths import Layout
+from models.config import OdsTable
+from models.records import DeadLetterGroup, DeadLetterSample, ReplayResult
+
+Locker = Callable[[list[str]], contextlib.AbstractContextManager[Any]]
+MARKS = {"replayed_at": "timestamp", "replay_id": "string"}
+
+
+def _journal(layout: Layout) -> Any:
+    return layout.lake / "dead_letter_replay.json"
+
+
+def _read(spark: SparkSession, layout: Layout, as_of: str | None = None) -> DataFrame | None:
+    """The dead letter's rows (with the mark columns, NULL in rows written before them), or None."""
+    path = layout.dead_letter
+    if not hudi.table_exists(path) or not hudi.completed_instants(spark, path):
+        return None
+    r = spark.read.format("hudi")
+    df = (r.option("as.of.instant", as_of) if as_of else r).load(str(path))
+    df = df.select(*[c for c in df.columns if not c.startswith("_hoodie_")])
+    return df.select("*", *[F.lit(None).cast(t).alias(c) for c, t in MARKS.items() if c not in df.columns])
+
+
+def _where(table: OdsTable | None, reason: str | None, pending: bool) -> Column:
+    cond: Column = F.col("replayed_at").isNull() if pending else F.lit(True)
+    if table is not None:
+        cond = cond & (F.col("source_table") == table.source)
+    if reason:
+        cond = cond & F.lower(F.coalesce(F.col("reason"), F.lit(""))).contains(reason.lower())
+    return cond
+
+
+def groups(spark: SparkSession, project: Project, table: OdsTable | None, reason: str | None, samples: int = 3) -> list[DeadLetterGroup]:
+    """Counts by source table and reason (pending and replayed), with a few samples each."""
+    df = _read(spark, Layout(project.warehouse))
+    if df is None:
+        return []
+    ods = {t.source: t.qualified_name for t in project.ods_tables}
+    sel = df.where(_where(table, reason, pending=False))
+    rows = (sel.groupBy("source_table", "reason")
+            .agg(F.sum(F.col("replayed_at").isNull().cast("int")).alias("pending"), F.sum(F.col("replayed_at").isNotNull().cast("int")).alias("replayed"))
+            .orderBy(F.col("pending").desc(), "source_table", "reason").collect())
+    w = Window.partitionBy("source_table", "reason").orderBy("loc")
+    shown: dict[tuple[Any, Any], list[DeadLetterSample]] = {}
+    for r in sel.withColumn("_n", F.row_number().over(w)).where(F.col("_n") <= samples).orderBy("loc").collect():
+        shown.setdefault((r["source_table"], r["reason"]), []).append(DeadLetterSample(loc=r["loc"], raw=(r["raw"] or "")[:200]))
+    return [DeadLetterGroup(source_table=r["source_table"], table=ods.get(r["source_table"]), reason=r["reason"] or "", pending=r["pending"],
+                            replayed=r["replayed"], samples=shown.get((r["source_table"], r["reason"]), [])) for r in rows]
+
+
+def replay(spark: SparkSession, project: Project, table: OdsTable | None, reason: str | None, lock: Locker,
+           run_id: str | None = None) -> list[ReplayResult]:
+    """Finish a replay a crash interrupted, then replay the pending events the filters select."""
+    layout = Layout(project.warehouse)
+    fs = layout.fs
+    out = []
+    if fs.exists(_journal(layout)):
+        out.append(_run(spark, project, json.loads(fs.read_text(_journal(layout))), lock, run_id, resumed=True))
+    instants = hudi.completed_instants(spark, layout.dead_letter)
+    if instants:
+        j = {"id": uuid.uuid4().hex[:12], "as_of": instants[-1].completed, "source": table.source if table else None, "reason": reason,
+             "started": datetime.now(timezone.utc).isoformat()}
+        fs.write_text(_journal(layout), json.dumps(j))
+        out.append(_run(spark, project, j, lock, run_id))
+    return out
+
+
+def _run(spark: SparkSession, project: Project, j: dict[str, Any], lock: Locker, run_id: str | None, resumed: bool = False) -> ReplayResult:
+    layout = Layout(project.warehouse)
+    res = ReplayResult(replay_id=j["id"], resumed=resumed)
+    df = _read(spark, layout, j["as_of"])
+    table = next((t for t in project.ods_tables if t.source == j["source"]), None) if j["source"] else None
+    if df is None or (j["source"] and table is None):
+        layout.fs.delete(_journal(layout))
+        return res
+    sel = df.where(_where(table, j["reason"], pending=True)).persist()
+    try:
+        res.selected = sel.count()
+        if res.selected:
+            sources = {r["source_table"] for r in sel.select("source_table").distinct().collect()}
+            names = [table_lock(t.qualified_name) for t in project.ods_tables if t.source in sources]
+            with lock(names):
+                msgs = sel.select(F.col("raw").alias("value"), "loc", F.concat(F.col("_seq"), F.lit("r")).alias("arrival"), "origin")
+                res.batch = OdsBatchWriter(spark, project, f"dead-letter-replay-{j['id']}", run_id=run_id).process(msgs, 0)
+                failpoint("after_replay_ingest")
+                res.replayed, res.failed_again = _mark(spark, project, sel, j["id"])
+        layout.fs.delete(_journal(layout))
+        return res
+    finally:
+        sel.unpersist()
+
+
+def _mark(spark: SparkSession, project: Project, sel: DataFrame, replay_id: str) -> tuple[int, int]:
+    """Mark the replayed events of `sel`, but those this replay dead-lettered again (their row's
+    `_seq` is the replay's arrival and carries no mark); (marked, dead-lettered again)."""
+    layout = Layout(project.warehouse)
+    now = _read(spark, layout)
+    assert now is not None
+    again = sel.alias("s").join(now.alias("n"), "loc").where(
+        (F.col("n._seq") == F.concat(F.col("s._seq"), F.lit("r"))) & F.col("n.replayed_at").isNull()).select("loc")
+    done = sel.join(again, "loc", "left_anti")
+    marked = done.select(*[F.col(c) for c in sel.columns if c not in MARKS and c != "_seq"], F.concat(F.col("_seq"), F.lit("r")).alias("_seq"),
+                         F.current_timestamp().alias("replayed_at"), F.lit(replay_id).alias("replay_id"))
+    n = done.count()
+    if n:
+        _write(spark, project, marked, f"lake dead-letter replay (marks of {replay_id})")
+    return n, sel.count() - n
+
+
+def purge(spark: SparkSession, project: Project, table: OdsTable | None, reason: str | None, apply: bool) -> int:
+    """Delete the dead-lettered events the filters select (pending and replayed); how many. With
+    `apply` False, only count them."""
+    df = _read(spark, Layout(project.warehouse))
+    if df is None:
+        return 0
+    sel = df.where(_where(table, reason, pending=False))
+    n = sel.count()
+    if n and apply:
+        # A delete is ordered on `_seq` too: after every value the row can hold.
+        gone = sel.withColumn("_seq", F.concat(F.col("_seq"), F.lit("~"))).withColumn("_hoodie_is_deleted", F.lit(True))
+        _write(spark, project, gone, "lake dead-letter purge")
+    return n
+
+
+def _write(spark: SparkSession, project: Project, rows: DataFrame, command: str) -> None:
+    """Upsert into the dead letter, under its lock (ingests write it too, framework/ods/commit.py)."""
+    layout = Layout(project.warehouse)
+    cfg = project.config
+    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False,
+                              local=cfg.spark.master.startswith("local"), extra=cfg.hudi, catalog=cfg.catalog, sql_name="_lake.dead_letter")
+    with hold(layout.locks, [table_lock("_lake.dead_letter")], timeout=DEAD_LETTER_WAIT_SECONDS, command=command,
+              settings=cfg.locks, spark_conf=cfg.spark.conf):
+        hudi.write(rows, layout.dead_letter, opts, {})
