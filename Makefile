@@ -53,7 +53,7 @@ kafka-broker: install
 	$(PY) -m framework.demo.broker out/kafka
 
 test: install
-	$(VENV)/bin/pytest -q -p no:cacheprovider
+	$(VENV)/bin/pytest -q -p no:cacheprovider --durations=25
 
 unit: install
 	$(VENV)/bin/pytest -q -m "not spark" tests/unit
