@@ -13,6 +13,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from framework.cli_compact import compact_cmd
 from framework.cli_docs import docs as docs_group
 from framework.cli_env import diff as diff_command
 from framework.cli_env import env as env_group
@@ -359,6 +360,7 @@ main.add_command(env_group)
 main.add_command(diff_command)
 
 main.add_command(freshness)
+main.add_command(compact_cmd)
 
 from framework.cli_dead_letter import dead_letter  # noqa: E402 - its own module: this one is at its size limit
 

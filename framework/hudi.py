@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framework import hudi_layout
 from framework.location import Location, as_location
 from framework.storage import storage_for
+from models.layout import DEFAULT_COMPACT_EVERY, TableLayout
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -85,9 +87,13 @@ def write_options(
     extra: dict[str, str] | None = None,
     catalog: CatalogConfig | None = None,
     sql_name: str | None = None,
+    layout: TableLayout | None = None,
 ) -> dict[str, str]:
     """Options for an upsert into a lake-managed Hudi table; with a Hive `catalog`, the commit
-    also registers the table as `sql_name` (`<database>.<table>`) in the metastore."""
+    also registers the table as `sql_name` (`<database>.<table>`) in the metastore. A `layout`
+    (models/layout.py) sets the table type, index and compaction, and is recorded in the commit."""
+    if layout is not None:
+        table_type = layout.type
     par = "2" if local else "200"
     opts = {
         "hoodie.table.name": name,
@@ -119,6 +125,9 @@ def write_options(
         "hoodie.keep.max.commits": "80",
     }
     opts.update(_layout_options(key, ordering, partition, table_type))
+    if layout is not None:
+        opts.update(hudi_layout.options(layout, key))
+        opts[META_PREFIX + hudi_layout.META_KEY] = layout.layout_tag
     if catalog is not None and catalog.kind == "hive":
         if not sql_name:
             raise ValueError(f"the Hudi table {name} is written with a Hive catalog but without its SQL name")
@@ -171,8 +180,7 @@ def _layout_options(key: list[str], ordering: str | None, partition: str | None,
         opts["hoodie.index.type"] = "GLOBAL_SIMPLE"
         opts["hoodie.simple.index.update.partition.path"] = "true"
     if table_type == "mor":
-        opts["hoodie.compact.inline"] = "true"
-        opts["hoodie.compact.inline.max.delta.commits"] = "5"
+        opts.update(hudi_layout.compaction(DEFAULT_COMPACT_EVERY))
     return opts
 
 

@@ -40,6 +40,8 @@ def lake_commands(s: ScheduleConfig) -> list[list[str]]:
     if s.what == "ingest":
         tables = ["--tables", ",".join(s.select)] if s.select else []
         return [["ingest", "--once", *tables, *lock]]
+    if s.what == "compact":
+        return [["compact", *s.select, *lock]]
     build = ["build", *s.select, *(["--incremental"] if s.incremental else [])]
     for e in s.exclude:
         build += ["--exclude", e]
@@ -74,6 +76,10 @@ def check(project: Project, schedules: list[ScheduleConfig]) -> None:
             if s.what == "ingest":
                 for t in s.select:
                     project.ods_table(t)
+            elif s.what == "compact":
+                from framework.commands.compact import chosen
+
+                chosen(project, s.select)
             else:
                 select(graph, models, s.select, s.exclude, project=project, recorded=lambda _name: None)  # the grammar, not the state
         except LakeError as e:

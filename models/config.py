@@ -17,6 +17,7 @@ from models.catalog import CATALOG_CONFS, CatalogConfig, check_sync_options
 from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_lock_service
 from models.docs import split_column_docs
 from models.freshness import FreshnessConfig
+from models.layout import TableLayout
 from models.quality import CheckSpec
 from models.schedule import ScheduleConfig
 from models.unit_test import UnitTest
@@ -237,7 +238,7 @@ class PartitionBy(StrictModel):
         return {"day": "dt", "month": "year_month", "year": "year"}[self.granularity]
 
 
-class OdsTable(StrictModel):
+class OdsTable(TableLayout):
     """One CDC source table and the ODS Hudi table it lands in."""
 
     # `db.table`, or `db.schema.table` for a schema other than the default `public`/`dbo` of
@@ -249,7 +250,7 @@ class OdsTable(StrictModel):
     key: list[str] = Field(default_factory=list)
     ordering: list[str] = Field(default_factory=list)
     partition_by: PartitionBy | None = None
-    type: Literal["cow", "mor"] = "cow"
+    # `type`, `index`, `buckets`, `compact_every`: models/layout.py.
     # A source column whose type narrows (BIGINT -> INT): dead-letter the table's events (default)
     # or keep writing the wider type (what Paimon's CDC sync does).
     schema_narrowing: Literal["dead_letter", "keep_wider"] = "dead_letter"
@@ -349,15 +350,13 @@ class OdsFile(StrictModel):
     tables: list[OdsTable] = Field(default_factory=list)
 
 
-class ModelConfig(StrictModel):
+class ModelConfig(TableLayout):
     """Sidecar `<stem>.yaml` of a DWD/DWS model."""
 
     key: list[str] | None = None
     partition_by: str | None = None
     strategy: Literal["rowwise", "aggregate", "rescan", "full"] | None = None
-    # Hudi table type of the model's table: merge-on-read appends a change to log files instead of
-    # rewriting every file group it touches (compacted inline every 5 delta commits).
-    type: Literal["cow", "mor"] = "cow"
+    # `type`, `index`, `buckets`, `compact_every` of its table: models/layout.py.
     # This model's own `build.recompute_below_mib` (e.g. 0 for a row-wise model over a large
     # upstream, where the strategy beats a recompute; BENCHMARKS.md).
     recompute_below_mib: float | None = Field(default=None, ge=0)

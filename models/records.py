@@ -235,3 +235,12 @@ class ReplayResult(BaseModel):
     replayed: int = 0  # ... marked replayed (taken, or dropped as older than what the table holds)
     failed_again: int = 0  # ... dead-lettered again (their reason updated, still pending)
     batch: BatchResult | None = None
+
+
+class CompactResult(BaseModel):
+    """What `lake compact` did to one merge-on-read table."""
+
+    table: str
+    status: Literal["compacted", "nothing", "absent"]  # absent: not written yet
+    instant: str | None = None  # the compaction's completion instant
+    seconds: float | None = None

@@ -19,8 +19,8 @@ class ScheduleConfig(StrictModel):
     # in front adds seconds (for tests and demos; Airflow cannot take it).
     cron: str
     timezone: str = "UTC"
-    what: Literal["ingest", "build", "run"]  # run = ingest --once, then build
-    select: list[str] = Field(default_factory=list)  # build: model selectors; ingest: ODS tables
+    what: Literal["ingest", "build", "run", "compact"]  # run = ingest --once, then build; compact: `lake compact`
+    select: list[str] = Field(default_factory=list)  # build: model selectors; ingest: ODS tables; compact: tables
     exclude: list[str] = Field(default_factory=list)
     incremental: bool = False
     lock_timeout: float | None = Field(default=None, ge=0)  # --lock-timeout of the command
@@ -53,9 +53,9 @@ class ScheduleConfig(StrictModel):
 
     @model_validator(mode="after")
     def _fits_what(self) -> ScheduleConfig:
+        if self.what in ("ingest", "compact") and (self.exclude or self.incremental):
+            raise ValueError(f"`exclude` and `incremental` apply to builds{FIX_SEPARATOR}remove them from an {self.what} schedule")
         if self.what == "ingest":
-            if self.exclude or self.incremental:
-                raise ValueError(f"`exclude` and `incremental` apply to builds{FIX_SEPARATOR}remove them from an ingest schedule")
             bad = [t for t in self.select if not t.startswith("ods.")]
             if bad:
                 raise ValueError(f"an ingest schedule selects ODS tables, not {bad[0]!r}{FIX_SEPARATOR}use e.g. select: [ods.user], or what: build")

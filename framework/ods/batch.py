@@ -25,9 +25,9 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from framework import hudi
+from framework import hudi, hudi_layout
 from framework.config import Project
-from framework.errors import IngestFailed, QualityGateError
+from framework.errors import IngestFailed, LakeError, QualityGateError
 from framework.location import Location
 from framework.ods import rewrite
 from framework.ods.commit import DEAD_LETTER_KEY, commit_table, write_dead_letter
@@ -76,7 +76,9 @@ class OdsBatchWriter:
                 if f.name not in hudi.HOODIE_META_COLUMNS and f.name not in META_COLUMNS and f.name != "_hoodie_is_deleted"
                 and not (t.partition_by and f.name == t.partition_by.derived_name)
             }
+            recorded: str | None = None
             for _inst, meta in hudi.commit_metadata(self.spark, path):
+                recorded = meta.get(hudi_layout.META_KEY, recorded)
                 if "bootstrap_watermark" in meta:
                     st.watermark = meta["bootstrap_watermark"]
                 if meta.get("ods_key"):
@@ -88,6 +90,7 @@ class OdsBatchWriter:
                 if "ods_stream" in meta:
                     st.last_stream = meta["ods_stream"]
                     st.last_batch = int(meta.get("ods_batch", "-1"))
+            _check_layout(t, recorded)
         st.loaded = True
         return st
 
@@ -173,6 +176,14 @@ class OdsBatchWriter:
                 f"nothing was committed. Reasons: {listed}",
                 fix="fix the input (see the reasons), or raise ods.max_dead_letter_ratio in lake.yaml, then rerun",
             )
+
+
+def _check_layout(t: OdsTable, recorded: str | None) -> None:
+    """An existing table can take the YAML's index and buckets (framework/hudi_layout.py)."""
+    problem = hudi_layout.change_problem(recorded, t)
+    if problem is not None:
+        raise LakeError(f"layers/ods: {t.qualified_name}: {problem}",
+                        fix=f"put `index:`/`buckets:` back, or write the table anew with them: lake ingest --rebuild {t.qualified_name}")
 
 
 def resolve_source_path(project: Project, path: str) -> Location:

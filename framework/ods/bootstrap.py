@@ -132,7 +132,7 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
     opts = hudi.write_options(
         name=table.table_name, key=table.key, ordering="_seq",
         partition=table.partition_by.derived_name if table.partition_by else None,
-        table_type=table.type, local=project.config.spark.master.startswith("local"), extra=project.config.hudi,
+        layout=table, local=project.config.spark.master.startswith("local"), extra=project.config.hudi,
         catalog=project.config.catalog, sql_name=table.qualified_name,
     )
     rows = out.count()

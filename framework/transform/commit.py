@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework import hudi, rebuilds
+from framework import hudi, hudi_layout, rebuilds
 from framework.columns import lake_key, visible_columns
 from framework.config import Project
 from framework.errors import LakeError
@@ -77,7 +77,7 @@ class Committer:
             gone = out.where("_lake_rows <= 0").select("_lake_key")
             out = out.where("_lake_rows > 0")
         out = out.withColumn("_hoodie_is_deleted", F.lit(False))
-        stored, anew = self._stored(m, out)
+        stored, anew = self._stored(m, out, full=p.mode == "full")
         exists = stored is not None
         # A key from the model's YAML may not be unique; the others are by construction (GROUP BY,
         # DISTINCT, an upstream's key). Hudi's insert (a first write) would store each duplicate
@@ -112,7 +112,7 @@ class Committer:
             held.release()
             self.gate.release()
 
-    def _stored(self, m: Model, out: DataFrame) -> tuple[DataFrame | None, str | None]:
+    def _stored(self, m: Model, out: DataFrame, full: bool) -> tuple[DataFrame | None, str | None]:
         """The model's table (None: none yet), and why it is written anew (else None): a column
         whose type changes in a way Hudi cannot make in place (DATE → TIMESTAMP, a narrowing;
         framework/ods/evolution.py). Such a table, and its hidden groups, are removed first: a
@@ -124,11 +124,16 @@ class Committer:
         stored = self.reader.raw(m.name)
         theirs = dict(stored.dtypes)
         bad = [(c, theirs[c], t) for c, t in out.dtypes if c in theirs and not c.startswith("_hoodie_") and not in_place(theirs[c], t)]
-        if not bad:
+        relaid = hudi_layout.change_problem(hudi.last_commit_metadata(self.spark, path)[1].get(hudi_layout.META_KEY), m.config)
+        if not bad and relaid is None:
             return stored, None
-        c, old, new = bad[0]
+        if relaid is not None and not full:  # only a build of every row may write the table anew
+            raise LakeError(f"{m.name}: {relaid}", fix=f"run a full build: lake build {m.name}")
         self.layout.fs.delete(path)
         self.layout.fs.delete(self.layout.hidden(m.name))
+        if relaid is not None:
+            return None, f"{m.name}: {relaid}: its table was written anew"
+        c, old, new = bad[0]
         return None, (f"{m.name} column {c} changed type from {old.upper()} to {new.upper()}, which Hudi cannot change in place: "
                       "its table was written anew")
 
@@ -179,7 +184,7 @@ class Committer:
                             "(Hudi cannot change a table's type in place)",
                             fix=f"put `type:` back, or delete {self.layout.table(m.name)} and run `lake build {m.name}`")
         opts = hudi.write_options(name=m.name.replace(".", "_"), key=["_lake_key"], ordering=None, partition=m.config.partition_by,
-                                  table_type=m.config.type, local=self.local, extra=self.project.config.hudi,
+                                  layout=m.config, local=self.local, extra=self.project.config.hudi,
                                   catalog=self.project.config.catalog, sql_name=m.name)
         if not exists:
             opts["hoodie.datasource.write.operation"] = "insert"

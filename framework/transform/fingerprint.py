@@ -26,7 +26,10 @@ from models.config import ModelConfig
 # ModelConfig keys that change what a model's table holds (rows, key, partitions, hidden state).
 DATA_FIELDS = ("key", "partition_by", "strategy", "depends_on", "type")
 # Neither hash: how a build runs, not what it writes (build.recompute_below_mib per model).
-BUILD_FIELDS = ("recompute_below_mib",)
+BUILD_FIELDS = ("recompute_below_mib", "compact_every")
+# The index: in the data hash as `TableLayout.layout_tag`, and only when it is not the default, so
+# models built before these settings existed keep their hash (a new index needs a new table).
+LAYOUT_FIELDS = ("index", "buckets")
 # The metadata hash takes every other key; these are the known ones. tests/unit/test_fingerprint.py
 # fails on a key in none of the three, so a new setting is classified when it is added.
 METADATA_FIELDS = ("tags", "description", "checks", "owner", "columns", "tests")
@@ -77,12 +80,13 @@ def _dump(cfg: ModelConfig, fields: tuple[str, ...] | None, leave_out: tuple[str
 def data(kind: str, text: str, cfg: ModelConfig) -> str:
     """The data hash of a model (`kind` sql or python, `text` its file)."""
     body = sql_text(text) if kind == "sql" else python_text(text)
-    return digest(body, _dump(cfg, DATA_FIELDS))
+    layout = [cfg.layout_tag] if cfg.index != "simple" else []
+    return digest(body, _dump(cfg, DATA_FIELDS), *layout)
 
 
 def metadata(cfg: ModelConfig) -> str:
     """The metadata hash: every YAML key that is neither data nor a build setting."""
-    return digest(_dump(cfg, None, DATA_FIELDS + BUILD_FIELDS))
+    return digest(_dump(cfg, None, DATA_FIELDS + BUILD_FIELDS + LAYOUT_FIELDS))
 
 
 def legacy(text: str, cfg: ModelConfig) -> str:

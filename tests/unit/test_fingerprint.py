@@ -92,6 +92,6 @@ def test_tables_built_before_the_split_keep_their_fingerprint(tmp_path: Path) ->
 def test_every_model_setting_is_classified() -> None:
     """A new ModelConfig key must say whether it changes the table's data (DATA_FIELDS: a rebuild),
     how a build runs (BUILD_FIELDS: neither hash) or is metadata (METADATA_FIELDS)."""
-    known = set(fp.DATA_FIELDS) | set(fp.BUILD_FIELDS) | set(fp.METADATA_FIELDS)
+    known = set(fp.DATA_FIELDS) | set(fp.BUILD_FIELDS) | set(fp.METADATA_FIELDS) | set(fp.LAYOUT_FIELDS)
     new = set(ModelConfig.model_fields) - known
     assert not new, f"classify {sorted(new)} in framework/transform/fingerprint.py"
