@@ -63,7 +63,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 bench: install
-	$(PY) benchmarks/ods_ingest.py
+	$(PY) benchmarks/goals.py --out BENCHMARKS.md
 
 clean:
 	rm -rf warehouse cdc out/demo out/kafka-demo spark-warehouse metastore_db derby.log

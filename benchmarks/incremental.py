@@ -64,7 +64,15 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks._common import CpuMark, Phases, machine_info, read_event_log, write_markdown  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    CpuMark,
+    Phases,
+    jvm_peak_rss,
+    machine_info,
+    read_event_log,
+    vm_hwm_mib,
+    write_markdown,
+)
 
 SECTION = "## Incremental builds (benchmarks/incremental.py)"
 
@@ -209,17 +217,24 @@ class OrdersCdc:
             os.utime(path, (t, t))
 
 
-def make_project(root: Path) -> None:
+def make_project(root: Path, model_layout: str = "", ods_layout: str = "") -> None:
+    """The benchmark's project; `model_layout` / `ods_layout` are YAML mappings of layout settings
+    (models/layout.py, e.g. `type: mor, index: bucket`) given to every model / to `shop.orders`."""
     (root / "layers" / "ods").mkdir(parents=True, exist_ok=True)
     (root / "cdc").mkdir(exist_ok=True)
     # The incremental strategies are what this measures: no size-based recompute (the copy
     # measures that separately with --recompute).
     (root / "lake.yaml").write_text('name: bench\nwarehouse: warehouse\nspark: {master: "local[2]"}\nbuild: {recompute_below_mib: 0}\n')
-    (root / "layers" / "ods" / "shop.yaml").write_text(TABLES_YAML)
+    tables = TABLES_YAML
+    if ods_layout:
+        tables = tables.replace("    key: [id]\n    columns: {id: bigint, uid", f"    key: [id]\n    {ods_layout.replace(', ', chr(10) + '    ')}\n    columns: {{id: bigint, uid", 1)
+    (root / "layers" / "ods" / "shop.yaml").write_text(tables)
     for rel, sql in MODELS.items():
         path = root / "layers" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(sql + "\n")
+        if model_layout:
+            path.with_suffix(".yaml").write_text(model_layout.replace(", ", "\n") + "\n")
 
 
 # --------------------------------------------------------------------------- step timers
@@ -368,6 +383,8 @@ class Bench:
         self.seed = seed
         self.waited = 0.0
         self.compare_recompute = False
+        self.model_layout = ""
+        self.ods_layout = ""
 
     def wait_idle(self, rows: int) -> None:
         if rows <= PYTEST_IDLE_ABOVE:
@@ -389,7 +406,7 @@ class Bench:
         from framework.transform.evaluate import Evaluator as Builder
         from framework.transform.runner import build, load
 
-        make_project(root)
+        make_project(root, self.model_layout, self.ods_layout)
         project = load_project(root)
         dumps = root.parent / f"{root.name}-dumps"
         t0 = time.perf_counter()
@@ -844,6 +861,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--recompute", action="store_true",
                     help="on the copy, time each build as a recompute (build.recompute_below_mib) instead of the step profile")
+    ap.add_argument("--model-layout", default="", metavar="YAML",
+                    help="layout settings for every model, e.g. 'type: mor, index: bucket, buckets: 8' (models/layout.py)")
+    ap.add_argument("--ods-layout", default="", metavar="YAML", help="layout settings for ods.orders, e.g. 'type: mor, index: bucket'")
     ap.add_argument("--out", type=Path, default=None, help="replace this benchmark's section of this Markdown file")
     ap.add_argument("--note", default=None, help="a paragraph added to the Markdown section")
     ap.add_argument("--results", type=Path, default=None, help="also save the figures as JSON here")
@@ -890,6 +910,7 @@ def main(argv: list[str] | None = None) -> int:
         steps.install()
         bench = Bench(spark, steps, say, shape, args.seed)
         bench.compare_recompute = args.recompute
+        bench.model_layout, bench.ods_layout = args.model_layout, args.ods_layout
 
         t0 = time.perf_counter()
         # The warm-up's second round (one event, warm JVM) is the fixed cost of a build: what an
@@ -900,12 +921,15 @@ def main(argv: list[str] | None = None) -> int:
 
         runs: list[FractionFigures] = []
         initial: dict[int, dict[str, float]] = {}
+        rss: dict[int, dict[str, float | None]] = {}
         for rows, label in ((small, "small"), (n, "main")):
             if rows <= 0:
                 continue
             t0 = time.perf_counter()
             initial[rows], got = bench.size(tmp, rows, fractions, copy=not args.no_copy and rows == n, label=label)
             runs += got
+            # Peak RSS so far (monotonic): after the smaller size, then after the 10x one (goal 5).
+            rss[rows] = {"python_mib": vm_hwm_mib(os.getpid()), "jvm_mib": jvm_peak_rss()}
             say(f"{label} ({rows:,} rows) done in {time.perf_counter() - t0:.1f} s")
 
         info = machine_info()
@@ -927,6 +951,7 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": info, "command": command,
             "rows": n, "small_rows": small, "users": shape.users, "products": shape.products, "cities": shape.cities,
             "runs": runs, "initial": initial, "waited": bench.waited, "note": args.note, "floor": floor,
+            "rss": rss, "model_layout": args.model_layout, "ods_layout": args.ods_layout,
         }
         if args.results:
             save_results(args.results, result)
