@@ -10,7 +10,9 @@ directory per table size:
 1. a project with ODS tables `shop.orders` (key id; id, uid, pid, amount decimal(12,2), qty,
    status, ts) and `shop.users` (key id; id, city, score) and three models:
    rowwise `dwd.paid_orders`, aggregate `dws.sales_by_product` (~1000 groups, SUM/COUNT/MIN/MAX/AVG)
-   and rescan `dws.orders_by_city` (join with users, GROUP BY city);
+   and rescans `dws.orders_by_city` (join with users, GROUP BY city: 100 output keys, all reached by
+   a change of 1,000 events) and `dws.orders_by_user` (the same join GROUP BY user: 10,000 output
+   keys, ~10 % reached by 1,000 events, the case issue 19's rescan goal is about);
 2. initial ODS state of N orders + 10k users: a Parquet dump generated with Spark (`spark.range` and
    deterministic expressions the Python generator reproduces) loaded with `run_bootstrap` at
    `mysql-bin.000001:4`; initial `build(..., incremental=True)` (full; reported, not compared);
@@ -92,8 +94,10 @@ MODELS = {
                                 "max(qty) as max_qty, avg(qty) as avg_qty from ods.orders group by pid",
     "dws/orders_by_city.sql": "select u.city, count(*) as orders, sum(o.amount) as revenue "
                               "from ods.orders o join ods.users u on o.uid = u.id group by u.city",
+    "dws/orders_by_user.sql": "select o.uid, u.city, count(*) as orders, sum(o.amount) as revenue "
+                              "from ods.orders o join ods.users u on o.uid = u.id group by o.uid, u.city",
 }
-MODEL_ORDER = ["dwd.paid_orders", "dws.sales_by_product", "dws.orders_by_city"]
+MODEL_ORDER = ["dwd.paid_orders", "dws.sales_by_product", "dws.orders_by_city", "dws.orders_by_user"]
 AGGREGATE_MODEL = "dws.sales_by_product"
 
 STATUSES = ["new", "paid", "shipped", "delivered", "cancelled"]
