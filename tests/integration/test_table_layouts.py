@@ -4,13 +4,16 @@ source position, and the aggregates computed from those rows."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from framework import hudi
+from framework.cli import main
 from framework.commands.compact import run_compact
 from framework.errors import LakeError
 from framework.transform.runner import build
@@ -112,10 +115,16 @@ def test_bucket_and_mor_layouts_equal_the_source_across_compaction(tmp_path: Pat
         assert live == src.orders, f"round {i}: ODS orders differ from the source"
         assert _actual(spark, lp) == src.expected(), f"round {i}"
         if i == 1:
-            # The compaction service: only the tables with log files left by `compact_every: 0`.
-            done = {r.table: r for r in run_compact(project=lp.project, names=[], lock_timeout=0, argv=["compact"])}
-            assert done["ods.orders"].status == "compacted" and done["dws.by_user"].status == "compacted"
-            assert done["dws.by_city"].status in ("compacted", "nothing")
+            # The compaction service, through the CLI: every merge-on-read table.
+            cli = CliRunner().invoke(main, ["--project", str(lp.root), "compact", "--json"])
+            assert cli.exit_code == 0, cli.output
+            done = {r["table"]: r for r in json.loads(cli.output[cli.output.index("["):])}
+            assert set(done) == {"ods.orders", "dws.by_user", "dws.by_city"}
+            assert done["ods.orders"]["status"] == "compacted" and done["dws.by_user"]["status"] == "compacted"
+            assert done["dws.by_city"]["status"] in ("compacted", "nothing")
+            # A second run finds nothing left to compact in the tables only it compacts.
+            again = {r.table: r.status for r in run_compact(project=lp.project, names=["ods.orders"], lock_timeout=0, argv=["compact"])}
+            assert again == {"ods.orders": "nothing"}
             assert _actual(spark, lp) == src.expected(), "after lake compact"
         lp.write_cdc(src.round(25))
     # Bucket tables keep one file group per bucket: file ids are the bucket numbers.
@@ -146,6 +155,8 @@ def test_a_layout_an_existing_table_cannot_take(tmp_path: Path, spark: Any) -> N
     assert "simple index" in e.value.message and "lake ingest --rebuild ods.orders" in (e.value.fix or "")
     (lp.root / "layers/ods/tables.yaml").write_text("tables:\n  - {source: shop.orders, key: [id]}\n")
     lp.ingest(spark)
+    with pytest.raises(LakeError, match="not a merge-on-read table"):
+        run_compact(project=lp.project, names=["ods.orders"], lock_timeout=0, argv=["compact"])
     # A model: the new index is a new data fingerprint, so the build is full and writes the table anew.
     (lp.root / "layers/dws/by_user.yaml").write_text("key: [uid]\nindex: bucket\nbuckets: 2\n")
     res = {r.model: r for r in build(spark, lp.project, [], [], incremental=True)}
