@@ -8,6 +8,10 @@ aggregates computed here in Python from the events sent."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -150,3 +154,41 @@ def test_full_build_after_incremental_writes_nothing_and_stale_counts_read_unkno
     assert round_([src.delete(5)], incremental=True).mode == "incremental"
     _assert_oracle(spark, lp, src)
     assert _counts(spark, lp)["sh"] == (2, 1) and len(recomputed) == 4
+
+
+def test_restored_hidden_group_keeps_its_counts_unknown(tmp_path: Path, spark: Any) -> None:
+    """A build killed between the hidden-groups commit and the model commit leaves an orphan; the
+    rerun puts back, rewritten, the groups the orphan changed that its own change does not reach
+    (hidden.py). A group restored that way carries holder counts a full build left stale: the
+    rewrite must not make them look fresh."""
+    lp = LakeProject(tmp_path, ODS).add_models({"dws/city_scores.sql": SQL})
+    src = Source()
+    held = lp.layout.hidden(MODEL)
+
+    def round_(events: list[dict[str, Any]], incremental: bool = True) -> Any:
+        lp.write_cdc(events)
+        lp.ingest(spark)
+        res, = build(spark, lp.project, [], [], incremental=incremental)
+        return res
+
+    seed = {1: ("sh", 3), 7: ("sh", 60), 20: ("gz", 1), 21: ("gz", 1), 22: ("gz", 1), 23: ("gz", 200), 24: ("gz", 50)}
+    round_([src.put(i, c, s) for i, (c, s) in seed.items()])
+    round_([src.delete(20)])  # gz (hidden) recomputed: its minimum 1 has 2 holders
+    assert _counts(spark, lp)["gz"] == (2, 1)
+    # Full build: gz's minimum keeps one holder (22), nothing visible changes, the count 2 stays.
+    assert round_([src.put(21, "gz", 4), src.put(24, "gz", 47)], incremental=False).rows_written == 0
+    # User 7 moves to gz: killed after the hidden-groups commit (an orphan that rewrote gz) ...
+    lp.write_cdc([src.put(7, "gz", 60)])
+    lp.ingest(spark)
+    before = hudi.completed_instants(spark, held)
+    proc = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(lp.root), "build", "--incremental"],
+                          env={**os.environ, "LAKE_FAILPOINT": "after_hidden_commit"}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
+    assert len(hudi.completed_instants(spark, held)) == len(before) + 1
+    # ... and back before the rerun: its change no longer reaches gz, which is restored.
+    assert round_([src.put(7, "sh", 60)]).mode == "incremental"
+    _assert_oracle(spark, lp, src)
+    # gz's last holder of 1 goes: a restored count taken as fresh (2 - 1) would keep 1.
+    assert round_([src.delete(22)]).mode == "incremental"
+    _assert_oracle(spark, lp, src)
+    assert src.groups()["gz"][2] == 4
