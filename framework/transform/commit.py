@@ -24,7 +24,7 @@ from framework.ods.evolution import in_place
 from framework.paths import Layout
 from framework.quality.checks import GateResult
 from framework.quality.model_gate import ModelGate
-from framework.transform import hidden
+from framework.transform import hidden, holders
 from framework.transform.loader import Model
 from framework.transform.plan import ModelPlan
 from framework.transform.reader import TableReader
@@ -166,10 +166,15 @@ class Committer:
         written, deleted = counts.get(False, 0), counts.get(True, 0)
         meta = {"ckpt": json.dumps(dict(p.end), sort_keys=True), "fingerprint": m.fingerprint, "metadata": m.metadata_fingerprint,
                 "strategy": a.strategy, "mode": p.mode}
+        # A full build leaves holder counts it did not write in place: from its commit on, they
+        # are unknown; later commits carry the instant forward (holders.py).
+        unknown = holders.THIS if a.strategy == "aggregate" and p.mode in ("full", "recompute") else p.counts
+        if unknown is not None:
+            meta[holders.META] = unknown
         if moved is not None:
             opts = hudi.write_options(name=m.name.replace(".", "_") + "_hidden", key=["_lake_key"], ordering=None, partition=None,
                                       cdc=False, local=self.local, extra=self.project.config.hudi)
-            meta[hidden.META] = hidden.write(self.spark, self.layout, m.name, *moved, p.hidden, opts)
+            meta[hidden.META] = hidden.write(self.spark, self.layout, m.name, *moved, p.hidden, opts, p.counts)
             failpoint("after_hidden_commit")
         same_hidden = meta.get(hidden.META) == p.hidden
         if written + deleted == 0 and exists and same_hidden and ((p.mode != "full" and not self._lagging(p)) or self._recorded(p)):
@@ -231,15 +236,17 @@ def _reject_duplicate_keys(m: Model, key: list[str], rows: DataFrame) -> None:
 
 
 def _changed_rows(out: DataFrame, target: DataFrame) -> DataFrame:
-    """The rows of `out` that the table does not hold exactly (NULL-safe on every column). When
-    the columns differ (one added, dropped or retyped: the model changed) or a column is a map
-    (not comparable in Spark), every row counts as changed, so every row is rewritten."""
+    """The rows of `out` that the table does not hold exactly (NULL-safe on every column but an
+    aggregate's holder counts, which a full build does not know: holders.py). When the columns
+    differ (one added, dropped or retyped: the model changed) or a column is a map (not
+    comparable in Spark), every row counts as changed, so every row is rewritten."""
     cols = [c for c in out.columns if c != "_hoodie_is_deleted"]
     stored = {"tinyint": "int", "smallint": "int"}  # Avro has no 8/16-bit ints: Hudi stores them as int
     mine = {c: stored.get(t, t) for c, t in out.dtypes}
     theirs = {c: stored.get(t, t) for c, t in target.dtypes if not c.startswith("_hoodie_")}
     if {c: mine[c] for c in cols} != theirs or any("map<" in t for t in mine.values()):
         return out
+    cols = [c for c in cols if not holders.is_count(c)]
     o, t = out.alias("_o"), target.select(*[f"`{c}`" for c in cols]).alias("_t")
     same = [F.col(f"_o.`{c}`").eqNullSafe(F.col(f"_t.`{c}`")) for c in cols]
     return o.join(t, same, "left_anti")

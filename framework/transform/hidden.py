@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from framework import hudi
 from framework.held import Held
 from framework.paths import Layout
+from framework.transform import holders
 
 META = "hidden"  # the model commit's extra metadata key: the companion instant it pairs with
 NONE = "-"  # ... when the model has no companion table
@@ -40,13 +41,15 @@ def stored(spark: SparkSession, layout: Layout, name: str, instant: str | None) 
 
 
 def write(spark: SparkSession, layout: Layout, name: str, rows: DataFrame, scope: DataFrame | None, gone: DataFrame | None,
-          instant: str | None, options: dict[str, str]) -> str:
+          instant: str | None, options: dict[str, str], counts: str | None = None) -> str:
     """Commit one build's hidden groups and return the companion instant the model's commit must
     record: the new commit's; when nothing differs, the latest one (NONE: no companion table).
 
     After the commit the companion holds `rows` (full rows, `_lake_key`), no other group inside
     `scope` (`_lake_key`s; None: every group) or `gone`, and every group outside them as it was
-    at `instant` (restoring what orphan commits after it changed)."""
+    at `instant` (restoring what orphan commits after it changed; `counts`: the model's
+    holders.threshold, so a restored row's stale holder counts are not rewritten as new ones).
+    Without a scope (a full build) holder counts do not make a row differ (holders.py)."""
     path = layout.hidden(name)
     rows = rows.drop("_hoodie_is_deleted")
     if not hudi.table_exists(path) or not hudi.completed_instants(spark, path):  # none, or a first commit killed
@@ -67,13 +70,13 @@ def write(spark: SparkSession, layout: Layout, name: str, rows: DataFrame, scope
         undecided = _changed_since(base, hudi.read(spark, path)).join(decided, "_lake_key", "left_anti")
         decided = decided.unionByName(undecided)
         if base is not None:
-            wanted = wanted.unionByName(_data(base).join(undecided, "_lake_key", "left_semi"), allowMissingColumns=True)
+            wanted = wanted.unionByName(_data(holders.forget_stale(base, counts)).join(undecided, "_lake_key", "left_semi"), allowMissingColumns=True)
     # Deletes carry the stored row: a delete record needs the key, and the stored values satisfy
     # every required column of the table's schema.
     deletes = latest.join(decided, "_lake_key", "left_semi").join(wanted.select("_lake_key"), "_lake_key", "left_anti")
     held = Held()
     try:
-        final = held(_differing(wanted, latest).withColumn("_hoodie_is_deleted", F.lit(False))
+        final = held(_differing(wanted, latest, counted=scope is not None).withColumn("_hoodie_is_deleted", F.lit(False))
                      .unionByName(deletes.withColumn("_hoodie_is_deleted", F.lit(True)), allowMissingColumns=True))
         if final.isEmpty():
             return last
@@ -98,13 +101,14 @@ def _changed_since(base: DataFrame | None, now: DataFrame) -> DataFrame:
     return b.join(n, "_lake_key", "full_outer").where("NOT (_lake_b <=> _lake_n)").select("_lake_key")
 
 
-def _differing(rows: DataFrame, table: DataFrame) -> DataFrame:
-    """`rows` the table does not hold exactly (NULL-safe, every column); all of them when the
-    columns differ (the model changed) or one is a map (not comparable)."""
+def _differing(rows: DataFrame, table: DataFrame, counted: bool = True) -> DataFrame:
+    """`rows` the table does not hold exactly (NULL-safe, every column; holder counts only when
+    `counted`); all of them when the columns differ (the model changed) or one is a map (not
+    comparable)."""
     avro = {"tinyint": "int", "smallint": "int"}  # Avro has no 8/16-bit ints: Hudi stores them as int
     mine = {c: avro.get(t, t) for c, t in rows.dtypes}
     if mine != {c: avro.get(t, t) for c, t in table.dtypes} or any("map<" in t for t in mine.values()):
         return rows
-    same = [F.col(f"_r.`{c}`").eqNullSafe(F.col(f"_t.`{c}`")) for c in rows.columns]
+    same = [F.col(f"_r.`{c}`").eqNullSafe(F.col(f"_t.`{c}`")) for c in rows.columns if counted or not holders.is_count(c)]
     return rows.alias("_r").join(table.alias("_t"), same, "left_anti")
 

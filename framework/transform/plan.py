@@ -38,6 +38,7 @@ class TargetState:
     checkpoint: Mapping[str, str] | None = None  # upstream -> completion time consumed
     fingerprint: str | None = None
     hidden: str | None = None  # the hidden-groups table instant it goes with (framework/transform/hidden.py); None: not recorded
+    counts: str | None = None  # holder counts written at or before this instant are unknown (holders.py); None: all known
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class ModelPlan:
     begin: Mapping[str, str] = field(default_factory=dict)  # upstream -> checkpoint completion time
     pending: Mapping[str, int] = field(default_factory=dict)  # upstream -> commits since the checkpoint
     hidden: str | None = None  # TargetState.hidden: the hidden groups an aggregate's table goes with
+    counts: str | None = None  # TargetState.counts
 
 
 class PlanError(ValueError):
@@ -85,7 +87,8 @@ def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incrementa
 def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:
     """The mode of one model and why: full (asked for, or the checkpoint cannot serve), noop
     (nothing new upstream), recompute (small upstreams, or the `full` strategy) or incremental."""
-    return replace(_plan_model(m, a, state, incremental, limits), hidden=state.targets.get(m.name, TargetState()).hidden)
+    target = state.targets.get(m.name, TargetState())
+    return replace(_plan_model(m, a, state, incremental, limits), hidden=target.hidden, counts=target.counts)
 
 
 def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from framework import hudi, rebuilds, timeline
 from framework.paths import Layout
+from framework.transform import holders
 from framework.transform.plan import State, TargetState, UpstreamState
 
 if TYPE_CHECKING:
@@ -31,9 +32,11 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
     sized = set(sized)
     tgts: dict[str, TargetState] = {}
     for name in dict.fromkeys(targets):
-        meta = _timeline(spark, layout, name).last_meta
+        own = _timeline(spark, layout, name)
+        meta = own.last_meta
         ckpt = json.loads(meta["ckpt"]) if "ckpt" in meta else None
-        tgts[name] = TargetState(ckpt, meta.get("fingerprint") if ckpt is not None else None, meta.get("hidden") if ckpt is not None else None)
+        tgts[name] = TargetState(ckpt, meta.get("fingerprint") if ckpt is not None else None, meta.get("hidden") if ckpt is not None else None,
+                                 holders.threshold(meta, own.instants))
     ups: dict[str, UpstreamState] = {}
     for u in dict.fromkeys(upstreams):
         # The column types at the targets' checkpoints: a change read since one must not span a type change.

@@ -93,6 +93,23 @@ def test_aggregate_table_with_hidden_rows_in_it_rebuilds_once() -> None:
     assert plan_model(model(), AGG, state(commits("10", "20"), ckpt="10", hidden="15"), incremental=False, limits=LIMITS).hidden == "15"
 
 
+def test_holder_count_threshold_resolves_and_reaches_the_plan() -> None:
+    """A full build's commit records `this` (its own instant is not known before it commits):
+    planning reads it as the latest commit's requested instant (a MOR compaction after it writes
+    no row), an instant carried by later commits as itself, and no record as "every count known"."""
+    from framework.transform import holders
+
+    done = (Instant("09", "10", "deltacommit"), Instant("19", "21", "deltacommit"), Instant("20", "22", "commit"))
+    assert holders.threshold({holders.META: holders.THIS}, done) == "20"
+    assert holders.threshold({holders.META: "19"}, done) == "19"
+    assert holders.threshold({}, done) is None
+    assert [c for c in ("_lake_c0", "_lake_c12", "_lake_n0", "_lake_cx", "_lake_c1x", "count") if holders.is_count(c)] == ["_lake_c0", "_lake_c12"]
+    target = TargetState({"ods.user": "10"}, "fp1", "15", "19")
+    st = State({"ods.user": UpstreamState(commits("10", "20"))}, {"dws.user_agg": target})
+    assert plan_model(model(), AGG, st, incremental=True, limits=LIMITS).counts == "19"
+    assert plan_model(model(), AGG, st, incremental=False, limits=LIMITS).counts == "19"
+
+
 def test_checkpoint_archived_or_rebuilt() -> None:
     archived = plan_model(model(), AGG, state(commits("30", "40"), ckpt="10"), incremental=True, limits=LIMITS)
     assert archived.mode == "full" and "older than its timeline" in archived.reason

@@ -3,9 +3,10 @@ change (-before, +after) merged into hidden state columns per group.
 
 State columns per aggregate `i` (see `Aggregate.state`): `_lake_s<i>` sum, `_lake_n<i>` count of
 non-NULL values, `_lake_m<i>` the MIN/MAX and `_lake_c<i>` how many rows hold it (NULL: unknown,
-after a full build); `_lake_rows` counts the group's rows. A MIN/MAX merges from the change while
-a row still holds the extreme; a group whose last holder (or one of an unknown number) was
-retracted is recomputed from the upstream for those groups only. Count 0 deletes the group;
+after a full build; counts a full build left in place read as unknown too: holders.py);
+`_lake_rows` counts the group's rows. A MIN/MAX merges from the change while a row still holds
+the extreme; a group whose last holder (or one of an unknown number) was retracted is
+recomputed from the upstream for those groups only. Count 0 deletes the group;
 HAVING hides it (`_deleted`: the commit moves it to the model's hidden-groups table, hidden.py)
 without losing its state.
 """
@@ -17,7 +18,7 @@ from pyspark.sql import functions as F
 
 from framework.columns import lake_key
 from framework.held import Held
-from framework.transform import hidden
+from framework.transform import hidden, holders
 from framework.transform.commit import Written
 from framework.transform.context import BuildContext
 from framework.transform.plan import ModelPlan
@@ -107,8 +108,10 @@ def _merge(ctx: BuildContext, p: ModelPlan, delta: DataFrame) -> Written:
     held_back = hidden.stored(ctx.spark, ctx.reader.layout, p.model.name, p.hidden)
     if held_back is not None:  # the groups HAVING or a `drop` check hides (framework/transform/hidden.py)
         target = target.unionByName(held_back, allowMissingColumns=True)
-    # Tables written before the holder counts existed: unknown, like after a full build.
+    # Tables written before the holder counts existed: unknown, like after a full build. Counts a
+    # full build left in place (written at or before its commit) are unknown too (holders.py).
     target = target.select("*", *[F.lit(None).cast("bigint").alias(c) for g in a.aggregates for c in g.state if c not in target.columns])
+    target = holders.forget_stale(target, p.counts)
     old = target.join(delta.select("_lake_key"), "_lake_key", "left_semi")
     upstream = ctx.reader.snapshot(u, p.end[u])  # typed state columns, and the rows of recomputed groups
     state_types = {f.name: f.dataType.simpleString() for f in state_query(ctx, p, upstream).schema.fields}
