@@ -55,10 +55,10 @@ def growth_rows(label: str, r: dict[str, Any]) -> list[str]:
             fs = next(f for f in s["models"] if f["model"] == fb["model"])
             g = fb["incr"] / fs["incr"]
             out.append(f"| {label} | {fb['model']} ({fb['strategy']}) | {big['events']:,} | {small:,} → {main:,} | "
-                       f"{fs['incr']:.2f} → {fb['incr']:.2f} | **{g:.2f}x** | {'met' if g <= 1.3 else 'not met'} |")
+                       f"{fs['incr']:.2f} → {fb['incr']:.2f} | {_others(fs)} / {_others(fb)} | **{g:.2f}x** | {'met' if g <= 1.3 else 'not met'} |")
         g = big["ingest_seconds"] / s["ingest_seconds"]
         out.append(f"| {label} | ODS micro-batch (`run_ingest`) | {big['events']:,} | {small:,} → {main:,} | "
-                   f"{s['ingest_seconds']:.2f} → {big['ingest_seconds']:.2f} | **{g:.2f}x** | {'met' if g <= 1.3 else 'not met'} |")
+                   f"{s['ingest_seconds']:.2f} → {big['ingest_seconds']:.2f} | - | **{g:.2f}x** | {'met' if g <= 1.3 else 'not met'} |")
     return out
 
 
@@ -72,7 +72,7 @@ def ratio_rows(label: str, r: dict[str, Any]) -> list[str]:
     for f in ff["models"]:
         want = STRATEGY_TARGET.get(f["strategy"], (0, 0))[1]
         real = f"{f['real_full']:.2f} s, **{f['real_full'] / f['incr']:.2f}x**" if f.get("real_full") else "-"
-        out.append(f"| {label} | {f['model']} ({f['strategy']}) | {ff['fraction']:.1%} of {r['rows']:,} | {f['incr']:.2f} | "
+        out.append(f"| {label} | {f['model']} ({f['strategy']}) | {ff['fraction']:.1%} of {r['rows']:,} | {f['incr']:.2f} | {_others(f)} | "
                    f"{f['full']:.2f} s, {f['full'] / f['incr']:.2f}x | {real} | {want:g}x (at 10 M) |")
     return out
 
@@ -82,8 +82,14 @@ def floor_rows(label: str, r: dict[str, Any]) -> list[str]:
     fl = r.get("floor")
     if not fl:
         return []
-    return [f"| {label} | {f['model']} ({f['strategy']}) | {f['incr']:.2f} | ≤ {STRATEGY_TARGET.get(f['strategy'], (0, 0))[0]:g} | "
+    return [f"| {label} | {f['model']} ({f['strategy']}) | {f['incr']:.2f} | {_others(f)} | ≤ {STRATEGY_TARGET.get(f['strategy'], (0, 0))[0]:g} | "
             f"{'met' if f['incr'] <= STRATEGY_TARGET.get(f['strategy'], (0, 0))[0] else 'not met'} |" for f in fl["models"]]
+
+
+def _others(f: dict[str, Any]) -> str:
+    """Cores other processes used while the build was measured (above ~0.2: a shared CPU)."""
+    o = f.get("incr_others")
+    return f"{o:.2f}" if isinstance(o, int | float) else "-"
 
 
 def rss_rows(label: str, r: dict[str, Any]) -> list[str]:
@@ -119,16 +125,16 @@ def section(results: dict[str, dict[str, Any]], ingest: dict[str, Any] | None) -
              "- Commands: " + "; ".join(f"`{r['command']}`" for r in results.values()),
              f"- Waited for other test runs before measuring: {waited}", "",
              "**Goal 1: cost follows the change** (incremental build seconds for the same events, tables 10x apart; target ≤ 1.3x):", "",
-             "| layout | what | events | orders | seconds | growth | |", "|---|---|---:|---|---|---:|---|"]
+             "| layout | what | events | orders | seconds | other cores | growth | |", "|---|---|---:|---|---|---|---:|---|"]
     for label, r in results.items():
         lines += growth_rows(label, r)
     lines += ["", "**Goal 2: full / incremental** at the largest size measured, smallest change (full = lake's computation "
               "without its write, and a real `lake build` with it):", "",
-              "| layout | model | change | incremental s | full (noop) | real full | target |", "|---|---|---|---:|---:|---:|---|"]
+              "| layout | model | change | incremental s | other cores | full (noop) | real full | target |", "|---|---|---|---:|---:|---:|---:|---|"]
     for label, r in results.items():
         lines += ratio_rows(label, r)
     lines += ["", "**Goal 3: fixed cost** (one changed row on 2,000-row tables, warm session):", "",
-              "| layout | model | incremental s | target s | |", "|---|---|---:|---:|---|"]
+              "| layout | model | incremental s | other cores | target s | |", "|---|---|---:|---:|---:|---|"]
     for label, r in results.items():
         lines += floor_rows(label, r)
     lines += ["", "**Goal 4: ODS ingest** (benchmarks/ods_ingest.py):", ""] + ingest_rows(ingest)
