@@ -1,6 +1,10 @@
-"""ODS ingest throughput: `run_ingest` over N Debezium events vs a plain JSON -> Parquet job.
+"""ODS ingest throughput: `run_ingest` over N Debezium events vs a plain JSON -> Parquet job and
+vs the job a user writes by hand (seed 004's pattern), measured in the same run.
 
-    .venv/bin/python benchmarks/ods_ingest.py [--events N] [--tables 3] [--files 20] [--out BENCHMARKS.md]
+    .venv/bin/python benchmarks/ods_ingest.py [--events N] [--tables 3] [--files 20] [--grow ROWS] [--out BENCHMARKS.md]
+
+The default (200k events, no --grow) runs in ~3-5 minutes on a quiet 2-core machine; the figures
+of issue 19 used `--events 1000000` (and `--grow 100000` for goal 1, which adds two base loads).
 
 Steps (one Python process, one SparkSession, everything under one temporary directory):
 
@@ -11,7 +15,13 @@ Steps (one Python process, one SparkSession, everything under one temporary dire
    start-up); then the live rows of each ODS table are checked against the generator's state;
 4. B (the ceiling): `spark.read.json` of the same files, select op + row image, write Parquet
    partitioned by table;
-5. print the figures and, with --out, replace this benchmark's section of BENCHMARKS.md.
+5. C (the peer): seed 004's hand-written job over the same files (`naive_job`): Structured
+   Streaming, `foreachBatch`, `from_json` per table on its known schema, a filter per table,
+   `_hoodie_is_deleted` for op=d, a Hudi upsert with precombine `ts_ms`, lake's table type,
+   index and CDC log options (`naive_options`); its live rows are checked too;
+6. with --grow ROWS: --grow-events new events as a second micro-batch into tables built from
+   ROWS and 10x ROWS events (goal 1: the time should not follow the table);
+7. print the figures and, with --out, replace this benchmark's section of BENCHMARKS.md.
 
 Where A's time goes is measured by wrapping the writer's steps (monkeypatched here, the engine
 is not modified) and by Spark's event log (each Spark job is attributed to the step it ran in).
