@@ -295,13 +295,19 @@ def instrument(spark: Any, phases: Phases) -> None:
     W = batch_mod.OdsBatchWriter
     wrap(ingest_mod.FileSource, "messages", lambda *a, **k: "split files into lines (messages)")
     wrap(W, "process", lambda *a, **k: "parse + classify (envelopes, auto_create, keys)")
-    wrap(batch_mod, "summarize", lambda *a, **k: "batch summary (collect)")
+    wrap(batch_mod, "summarize", lambda *a, **k: "parse (first action on the batch's cache) + batch summary (collect)")
     wrap(W, "_state", lambda self, t: f"{t.table_name}: table state (timeline)")
     wrap(prepare_mod, "resolve_columns", lambda parsed, t, *a: f"{t.table_name}: resolve column types")
     wrap(batch_mod, "prepare", lambda ctx, parsed, t, *a: f"{t.table_name}: decode + persist + counts")
     wrap(batch_mod, "commit_table", lambda ctx, p, *a: f"{p.table.table_name}: gate + commit")
     wrap(batch_mod, "write_dead_letter", lambda *a, **k: "dead letter (isEmpty check / write)")
-    wrap(hudi, "write", lambda df, path, *a: f"{str(path).rstrip('/').rsplit('/', 1)[-1]}: Hudi upsert (+CDC log, commit)")
+    def hudi_label(df: Any, path: Any, *a: Any) -> str:
+        name = str(path).rstrip("/").rsplit("/", 1)[-1]
+        if "/tombstones/" in str(path):  # _lake/tombstones/ods_<table>
+            return f"{name.removeprefix('ods_')}: tombstone table upsert"
+        return f"{name}: Hudi upsert (+CDC log, commit)"
+
+    wrap(hudi, "write", hudi_label)
 
 
 # --------------------------------------------------------------------------- the two jobs
