@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from framework.ods.envelope import (
@@ -123,11 +123,22 @@ def _before(pos_max: str | None, watermark: str | None) -> bool:
     return pos_max[start - 1 : start - 1 + length] < value
 
 
+def _image_text(which: Column) -> Column:
+    """The JSON text of the row image `which` ("before" / "after") of a message, bare or in a
+    `payload` (the batch keeps the parsed image, not its text)."""
+    def at(path: str) -> Column:
+        return F.get_json_object(F.col("value"), path)
+
+    bare = F.when(which == "before", at("$.before")).otherwise(at("$.after"))
+    wrapped = F.when(which == "before", at("$.payload.before")).otherwise(at("$.payload.after"))
+    return F.coalesce(wrapped, bare)
+
+
 def infer_types(parsed: DataFrame, t: OdsTable, keys: list[str]) -> dict[str, str]:
     """Types of new columns of schema-less events, from a sample of their JSON values."""
     sample = (
         parsed.where((F.col("tbl") == t.source) & (F.col("status") == "ok") & F.col("schema_raw").isNull())
-        .select(F.when(F.col("op") == "d", F.col("before_raw")).otherwise(F.col("after_raw")).alias("raw"))
+        .select(_image_text(F.when(F.col("op") == "d", F.lit("before")).otherwise(F.lit("after"))).alias("raw"))
         .limit(200)
         .collect()
     )

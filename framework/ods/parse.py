@@ -60,8 +60,11 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
         "value", "loc", "arrival", "origin", *(["msg_key"] if "msg_key" in msgs.columns else []),
         F.col("src"),
         F.col("p.op").alias("op"),
-        F.col("p.before").alias("before_raw"),
-        F.col("p.after").alias("after_raw"),
+        # Whether the images are there, not their text: the row image is kept as `img` (the
+        # message is in `value`), so the batch's cache holds the image text once less.
+        F.col("p.before").isNotNull().alias("has_before"),
+        F.col("p.after").isNotNull().alias("has_after"),
+        F.from_json(F.when(F.col("p.op") == "d", F.col("p.before")).otherwise(F.col("p.after")), D.IMAGE_MAP).alias("img"),  # type: ignore[arg-type]
         F.when(has_payload, F.col("env.schema")).alias("schema_raw"),
         routing_id(F.col("src"), declared).alias("tbl"),
         F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms")).alias("ts_raw"),
@@ -78,10 +81,8 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
                & F.col("env._corrupt").isNull())
         ).alias("tombstone"),
     )
-    image_raw = F.when(F.col("op") == "d", F.col("before_raw")).otherwise(F.col("after_raw"))
-    img = F.from_json(image_raw, D.IMAGE_MAP)  # type: ignore[arg-type]
     # Years 0001-9999 only: beyond, Spark overflows or Python cannot hold the time (dead letter).
-    return (df.withColumn("img", img).withColumn("schema_hash", F.md5(F.col("schema_raw")))
+    return (df.withColumn("schema_hash", F.md5(F.col("schema_raw")))
             .withColumn("_event_ts", D.millis_to_timestamp(F.col("ts_raw"))))
 
 
@@ -97,8 +98,8 @@ def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str
         .when(~F.col("op").isin("c", "u", "d", "r", "t"), F.concat(F.lit("unknown op '"), F.col("op"), F.lit("'")))
         .when(F.col("tbl") == "", F.lit("no source.db / source.table in the envelope"))
         .when(~known, F.concat(F.lit("table "), F.col("tbl"), F.lit(" is not declared in layers/ods/")))
-        .when(F.col("op").isin("c", "u", "r") & F.col("after_raw").isNull(), F.concat(F.lit("op '"), F.col("op"), F.lit("' without after-image")))
-        .when((F.col("op") == "d") & F.col("before_raw").isNull(), F.lit("op 'd' without before-image"))
+        .when(F.col("op").isin("c", "u", "r") & ~F.col("has_after"), F.concat(F.lit("op '"), F.col("op"), F.lit("' without after-image")))
+        .when((F.col("op") == "d") & ~F.col("has_before"), F.lit("op 'd' without before-image"))
         .when(F.col("ts_raw").isNotNull() & F.col("_event_ts").isNull(),
               F.concat(F.lit("source.ts_ms "), F.col("ts_raw").cast("string"), F.lit(" is not a time in the years 0001-9999")))
         .when((F.col("op") != "t") & F.col("img").isNull(), F.lit("row image is not a JSON object"))

@@ -34,6 +34,9 @@ from models.records import TableBatchResult
 # means the server's binlog restarted (RESET MASTER).
 SAME_SERVER_SLACK_MS = 3_600_000
 _HW = "struct<pos:string,server:string,ts_ms:bigint>"
+# The message columns the steps after decoding read (sequencing, the bootstrap hand-off, the
+# high-water mark, the dead-letter join).
+_SEQUENCING = ["loc", "op", "_event_ts", "pos_seq", "arrival", "binlog_pos", "server", "ts_raw"]
 
 
 @dataclass
@@ -78,11 +81,16 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     mine = _reject_versions(p, mine, rows, cols)
     delete_all = ctx.project.config.ods.truncate == "delete_all"
     truncate_at = max((r["truncate_at"] for r in rows if r["is_truncate"] and r["truncate_at"]), default=None) if delete_all else None
-    decoded = mine.where(F.col("op") != "t").select("*", *_decoded(cols.target, cols.versions, _backwards(ctx, t, st.high_water)))
+    # Decoded once, and cached with only what sequencing needs: the message text, raw images and
+    # image map stay in the batch's cache (parse.py) instead of being copied into this one.
+    decoded = mine.where(F.col("op") != "t").select(*_SEQUENCING, *_decoded(cols.target, cols.versions, _backwards(ctx, t, st.high_water)))
     decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(decoded)  # decoded once: rows to write and bad rows to dead-letter
     bad_rows = decoded.where(F.col("_bad").isNotNull())
-    p.dead.append(bad_rows.select(*[c for c in parsed.columns if c != "reason"], F.col("_bad").alias("reason")))
+    # The dead letter wants whole messages: the bad ones, by their location (unique in a batch),
+    # from the batch's messages; evaluated only when the batch has a dead letter to write.
+    bad_locs = bad_rows.select(F.col("loc"), F.col("_bad").alias("_lake_bad"))
+    p.dead.append(mine.join(bad_locs, "loc").select(*[c for c in parsed.columns if c != "reason"], F.col("_lake_bad").alias("reason")))
     good = decoded.where(F.col("_bad").isNull())
     if st.watermark:
         # Bootstrap hand-off: events before the dump's position are already in it.

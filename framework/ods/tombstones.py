@@ -32,7 +32,6 @@ from pyspark.sql import functions as F
 from framework import hudi
 from framework.location import Location
 from framework.ods.context import BatchContext
-from framework.quality.ods_gate import latest_per_key
 from models.config import OdsTable
 
 # The commit metadata key every ODS commit carries once its table keeps tombstones (no soft deletes
@@ -83,8 +82,13 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> Non
     a delete, and remove tombstones older than the retention; before the ODS commit."""
     path = ctx.layout.tombstones(t.qualified_name)
     keys = [F.col(f"`{k}`") for k in t.key]
-    new = latest_per_key(rows, t.key).where(F.col("_deleted")).select(
-        *keys, F.col("_seq"), F.col("_ingested_at").alias("_deleted_at"), F.lit(False).alias("_hoodie_is_deleted"))
+    # The last event per key from the key, `_seq` and the two columns a tombstone needs only: a
+    # shuffle of a few narrow columns, not (as a window over the rows was) of every whole row.
+    last = rows.groupBy(*keys).agg(
+        F.max_by(F.struct(F.col("_deleted"), F.col("_ingested_at")), F.col("_seq")).alias("_lake_last"),
+        F.max("_seq").alias("_seq"))
+    new = last.where(F.col("_lake_last._deleted")).select(
+        *keys, F.col("_seq"), F.col("_lake_last._ingested_at").alias("_deleted_at"), F.lit(False).alias("_hoodie_is_deleted"))
     out = new
     if _written(ctx, path):
         days = ctx.project.config.ods.tombstone_retention_days
