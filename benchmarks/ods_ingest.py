@@ -547,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup-events", type=int, default=1000)
     ap.add_argument("--out", type=Path, default=None, help="replace this benchmark's section of this Markdown file")
     ap.add_argument("--note", default=None, help="a line added to the Markdown section")
+    ap.add_argument("--results", type=Path, default=None, help="also save the figures as JSON here (benchmarks/goals.py reads them)")
     args = ap.parse_args(argv)
     n = args.events
     tables = ALL_TABLES[: args.tables]
@@ -737,6 +738,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             write_markdown(args.out, markdown_section(result))
             say(f"wrote the section to {args.out}")
+        if args.results:
+            args.results.write_text(json.dumps(result, indent=1, default=str))
         say("done")
         return 0
     finally:
