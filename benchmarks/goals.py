@@ -35,7 +35,8 @@ STRATEGY_TARGET = {"rowwise": (1.0, 10.0), "aggregate": (1.5, 5.0), "rescan": (1
 def _label(r: dict[str, Any]) -> str:
     """The layout a run measured, from its `--model-layout`."""
     want = r.get("model_layout") or ""
-    return next((k for k, v in LAYOUTS.items() if v == want), f"models: {want}")
+    label = next((k for k, v in LAYOUTS.items() if v == want), f"models: {want}")
+    return label + (f"; ods.orders {r['ods_layout']}" if r.get("ods_layout") else "")
 
 
 def _runs(r: dict[str, Any], rows: int) -> list[dict[str, Any]]:
