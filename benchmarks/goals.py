@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/goals.py [--rows 1000000] [--out BENCHMARKS.md]
     .venv/bin/python benchmarks/goals.py --render cow.json --render mor.json [--ingest ingest.json] --out BENCHMARKS.md
 
-One command (`make bench`): `benchmarks/incremental.py` twice at `--rows` orders (default 1 M,
-with the 10x smaller size first, changes of 0.1 % and 1 %), once with every model copy-on-write
-(the default) and once merge-on-read with a bucket index; then `benchmarks/ods_ingest.py` (lake
+One command (`make bench`): `benchmarks/incremental.py` three times at `--rows` orders (default 1 M,
+with the 10x smaller size first, changes of 0.1 % and 1 %): every model copy-on-write (the
+default); every model merge-on-read with a bucket index; and that with `ods.orders` merge-on-read
+with a bucket index too; then `benchmarks/ods_ingest.py` (lake
 against a plain JSON -> Parquet write and the hand-written seed-004 job). Each writes its JSON
 figures; this script reads them and states, per goal, the measured ratio next to the target. The
 10 M size is `--rows 10000000` (hours on a 2-core machine). Ratios are taken within one run.
@@ -125,7 +126,21 @@ def ingest_rows(ing: dict[str, Any] | None) -> list[str]:
     return rows
 
 
-def section(results: dict[str, dict[str, Any]], ingest: dict[str, Any] | None) -> str:
+def details(paths: list[Path]) -> list[str]:
+    """Each incremental run's own tables (benchmarks/incremental.py's section), one level down."""
+    import re
+
+    from benchmarks.incremental import load_results, markdown_section
+
+    out = []
+    for path in paths:
+        r = load_results(path)
+        body = re.sub(r"^### ", "##### ", markdown_section([r]).split("\n", 1)[1], flags=re.M)
+        out += ["", f"#### The incremental run in detail: {_label(json.loads(path.read_text()))}", body.rstrip()]
+    return out
+
+
+def section(results: dict[str, dict[str, Any]], ingest: dict[str, Any] | None, paths: list[Path]) -> str:
     first = next(iter(results.values()))
     waited = ", ".join(f"{r['waited']:.0f} s" for r in results.values())
     lines = [SECTION, "", f"- Date: {first['date']}; machine: {'; '.join(f'{k} {v}' for k, v in first['machine'].items())}",
@@ -150,6 +165,7 @@ def section(results: dict[str, dict[str, Any]], ingest: dict[str, Any] | None) -
               "| layout | orders | Python driver | JVM |", "|---|---|---|---|"]
     for label, r in results.items():
         lines += rss_rows(label, r)
+    lines += details(paths)
     return "\n".join(lines) + "\n"
 
 
@@ -162,21 +178,25 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     py = sys.executable
     if args.render:
-        loaded = [json.loads(p.read_text()) for p in args.render]
-        results = {_label(r): r for r in loaded}
+        paths = list(args.render)
+        results = {_label(r): r for r in (json.loads(p.read_text()) for p in paths)}
         ingest = json.loads(args.ingest.read_text()) if args.ingest else None
     else:
         tmp = Path(tempfile.mkdtemp(prefix="lake-goals-"))
-        results = {}
-        for i, (label, layout) in enumerate(LAYOUTS.items()):
+        results, paths = {}, []
+        bucket = LAYOUTS["merge-on-read, bucket index (8)"]
+        # Default models; merge-on-read bucket models; both and ods.orders so (without the project copies).
+        for i, extra in enumerate(([], ["--model-layout", bucket], ["--model-layout", bucket, "--ods-layout", bucket, "--no-copy"])):
             out = tmp / f"incremental-{i}.json"
             cmd = [py, str(REPO / "benchmarks/incremental.py"), "--rows", str(args.rows), "--fractions", "0.001,0.01", "--results", str(out)]
-            subprocess.run(cmd + (["--model-layout", layout] if layout else []), check=True)
-            results[label] = json.loads(out.read_text())
+            subprocess.run(cmd + extra, check=True)
+            r = json.loads(out.read_text())
+            results[_label(r)] = r
+            paths.append(out)
         ing = tmp / "ingest.json"
         done = subprocess.run([py, str(REPO / "benchmarks/ods_ingest.py"), "--grow", str(args.rows // 10), "--results", str(ing)])
         ingest = json.loads(ing.read_text()) if done.returncode == 0 and ing.exists() else None
-    text = section(results, ingest)
+    text = section(results, ingest, paths)
     if args.out:
         write_markdown(args.out, text)
     print(text)
