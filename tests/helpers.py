@@ -102,3 +102,24 @@ def envelope(op: str, table: str, before: dict | None, after: dict | None, *, po
         "op": op,
         "ts_ms": ts + 5,
     }
+
+
+class UsersSource:
+    """`shop.users` (id -> city, score) as the source database holds them, and the CDC events that
+    put them there; tests subclass it with their own oracle."""
+
+    def __init__(self) -> None:
+        self.users: dict[int, tuple[str, int]] = {}
+        self.pos = 0
+
+    def put(self, uid: int, city: str, score: int) -> dict[str, Any]:
+        self.pos += 1
+        before = self.users.get(uid)
+        self.users[uid] = (city, score)
+        b = None if before is None else {"id": uid, "city": before[0], "score": before[1]}
+        return envelope("c" if before is None else "u", "shop.users", b, {"id": uid, "city": city, "score": score}, pos=self.pos)
+
+    def delete(self, uid: int) -> dict[str, Any]:
+        self.pos += 1
+        city, score = self.users.pop(uid)
+        return envelope("d", "shop.users", {"id": uid, "city": city, "score": score}, None, pos=self.pos)

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from framework import hudi
 from framework.location import Location
 from framework.transform.runner import build
-from tests.helpers import LakeProject, envelope
+from tests.helpers import LakeProject, UsersSource
 
 ODS = """
 tables:
@@ -37,24 +37,8 @@ MODELS = {
 }
 
 
-class Source:
+class Source(UsersSource):
     """The users the test sent, as the source database holds them, and CDC events for them."""
-
-    def __init__(self) -> None:
-        self.users: dict[int, tuple[str, int]] = {}
-        self.pos = 0
-
-    def put(self, uid: int, city: str, score: int) -> dict[str, Any]:
-        self.pos += 1
-        before = self.users.get(uid)
-        self.users[uid] = (city, score)
-        b = None if before is None else {"id": uid, "city": before[0], "score": before[1]}
-        return envelope("c" if before is None else "u", "shop.users", b, {"id": uid, "city": city, "score": score}, pos=self.pos)
-
-    def delete(self, uid: int) -> dict[str, Any]:
-        self.pos += 1
-        city, score = self.users.pop(uid)
-        return envelope("d", "shop.users", {"id": uid, "city": city, "score": score}, None, pos=self.pos)
 
     def expected(self) -> dict[str, set[tuple[Any, ...]]]:
         """Every model's rows, computed here from the users (not by lake, not by Spark)."""

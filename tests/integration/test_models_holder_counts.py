@@ -20,7 +20,7 @@ import pytest
 
 from framework import hudi
 from framework.transform.runner import build
-from tests.helpers import LakeProject, envelope
+from tests.helpers import LakeProject, UsersSource
 
 ODS = """
 tables:
@@ -30,24 +30,8 @@ MODEL = "dws.city_scores"
 SQL = "select city, count(*) as n, sum(score) as s, min(score) as lo, max(score) as hi from ods.users group by city having max(score) < 100"
 
 
-class Source:
+class Source(UsersSource):
     """The users as the source database holds them, and their CDC events."""
-
-    def __init__(self) -> None:
-        self.users: dict[int, tuple[str, int]] = {}
-        self.pos = 0
-
-    def put(self, uid: int, city: str, score: int) -> dict[str, Any]:
-        self.pos += 1
-        before = self.users.get(uid)
-        self.users[uid] = (city, score)
-        b = None if before is None else {"id": uid, "city": before[0], "score": before[1]}
-        return envelope("c" if before is None else "u", "shop.users", b, {"id": uid, "city": city, "score": score}, pos=self.pos)
-
-    def delete(self, uid: int) -> dict[str, Any]:
-        self.pos += 1
-        city, score = self.users.pop(uid)
-        return envelope("d", "shop.users", {"id": uid, "city": city, "score": score}, None, pos=self.pos)
 
     def groups(self) -> dict[str, tuple[int, int, int, int]]:
         """city -> (count, sum, min, max), computed here."""
