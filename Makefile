@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml
 # The Hudi bundle, Spark's Kafka connector, the Kafka broker, Kafka Connect and Debezium's MariaDB
 # connector, into .cache/jars (or $LAKE_JAR_CACHE).
 jars: $(STAMP)
-	@$(PY) -m framework.jars >/dev/null
+	@$(PY) -m framework.runtime.jars >/dev/null
 
 demo: install
 	$(VENV)/bin/lake demo

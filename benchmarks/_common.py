@@ -122,7 +122,7 @@ def read_event_log(log_dir: Path) -> tuple[list[JobInfo], list[StageInfo]]:
 def machine_info() -> dict[str, str]:
     import pyspark
 
-    from framework.jars import HUDI_BUNDLE
+    from framework.runtime.jars import HUDI_BUNDLE
 
     def first(path: str, key: str) -> str:
         try:

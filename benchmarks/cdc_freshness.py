@@ -72,15 +72,15 @@ def visible_at(states: list[tuple[float, dict[int, int]]], commits: dict[int, tu
 
 
 def _chain(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from framework import hudi
-    from framework.config import load_project
-    from framework.continuous import run_continuous
     from framework.demo.broker import KafkaBroker
     from framework.demo.connect import DebeziumConnect
     from framework.demo.mariadb import MariaDB
     from framework.demo.shop import Shop, project_files
-    from framework.paths import Layout
-    from framework.session import spark_session
+    from framework.ops.continuous import run_continuous
+    from framework.project.config import load_project
+    from framework.runtime.paths import Layout
+    from framework.table import hudi
+    from framework.table.session import spark_session
 
     with KafkaBroker(tmp / "broker") as broker, MariaDB(tmp / "mariadb") as db:
         for rel, text in project_files("shop", broker.bootstrap_servers, "shop").items():

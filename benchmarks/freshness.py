@@ -118,10 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     command = "python benchmarks/freshness.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
-    from framework.config import load_project
-    from framework.continuous import run_continuous
     from framework.demo import Simulator
-    from framework.session import spark_session
+    from framework.ops.continuous import run_continuous
+    from framework.project.config import load_project
+    from framework.table.session import spark_session
 
     tmp = Path(tempfile.mkdtemp(prefix="lake-bench-fresh-"))
     try:

@@ -293,7 +293,7 @@ class Steps:
         return out
 
     def install(self) -> None:
-        from framework import hudi
+        from framework.table import hudi
         from framework.transform import commit, evaluate, reader
         from framework.transform.strategies import aggregate
 
@@ -405,8 +405,8 @@ class Bench:
     def setup(self, root: Path, n: int) -> tuple[Any, Any, OrdersCdc, dict[str, float]]:
         from pyspark.sql import functions as F
 
-        from framework.config import load_project
         from framework.ods.bootstrap import run_bootstrap
+        from framework.project.config import load_project
         from framework.transform.evaluate import Evaluator as Builder
         from framework.transform.runner import build, load
 
@@ -460,7 +460,7 @@ class Bench:
         live = builder.reader.snapshot("ods.orders").count()
         self.say(f"  {count:,} events ({ops['u']:,} u / {ops['c']:,} c / {ops['d']:,} d, {keys:,} keys) ingested in {ingest_s:.1f} s "
                  f"(not measured); ods.orders live rows {live:,} (expected {gen.live:,}), dead letters {dead}, before bootstrap {early}")
-        from framework import hudi
+        from framework.table import hudi
 
         sizes = {t: hudi.table_bytes(root / "warehouse" / "ods" / t) / 2**20 for t in ("orders", "users")}
         self.say("  ODS files (latest slices): " + ", ".join(f"ods.{t} {mib:.1f} MiB" for t, mib in sizes.items()))
@@ -540,7 +540,7 @@ class Bench:
     def on_copy(self, copy_root: Path, full_root: Path, figures: list[ModelFigures]) -> None:
         """Step profile of the incremental builds (change read forced first), then a real full
         rebuild of the aggregate model, on a copy of the project taken after the ingest."""
-        from framework.config import load_project
+        from framework.project.config import load_project
         from framework.transform.evaluate import Evaluator as Builder
         from framework.transform.runner import load
 
@@ -897,8 +897,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="lake-bench-incr-"))
     spark = None
     try:
-        from framework.config import load_project
-        from framework.session import spark_session
+        from framework.project.config import load_project
+        from framework.table.session import spark_session
 
         make_project(tmp / "session")
         event_log = tmp / "eventlog"

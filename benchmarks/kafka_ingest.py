@@ -37,12 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     command = "python benchmarks/kafka_ingest.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
-    from framework.config import load_project
     from framework.demo import Simulator
     from framework.demo.broker import KafkaBroker
     from framework.demo.run import _topic_and_key
     from framework.ods.ingest import run_ingest
-    from framework.session import spark_session
+    from framework.project.config import load_project
+    from framework.table.session import spark_session
     from models.config import KafkaSourceConfig
 
     tmp = Path(tempfile.mkdtemp(prefix="lake-bench-kafka-"))
@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, kafka in (("files-warmup", False), ("kafka", True), ("files", False)):
                 projects[name], runs[name] = variant(name, kafka)
                 print(f"{name}: {runs[name]:.1f}s", flush=True)
-        from framework import hudi
-        from framework.paths import Layout
+        from framework.runtime.paths import Layout
+        from framework.table import hudi
 
         equal = True
         for t in project.ods_tables:

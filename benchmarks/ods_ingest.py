@@ -269,9 +269,9 @@ def instrument(spark: Any, phases: Phases) -> None:
 
     Each step also becomes the Spark job description of the jobs it submits (Hudi replaces it
     with its own inside the write), so the event log names lake's own jobs."""
-    from framework import hudi
     from framework.ods import batch as batch_mod
     from framework.ods import ingest as ingest_mod
+    from framework.table import hudi
 
     sc = spark.sparkContext
 
@@ -312,8 +312,8 @@ def instrument(spark: Any, phases: Phases) -> None:
 
 # --------------------------------------------------------------------------- the two jobs
 def ingest(spark: Any, root: Path) -> Any:
-    from framework.config import load_project
     from framework.ods.ingest import run_ingest
+    from framework.project.config import load_project
 
     return run_ingest(spark, load_project(root))
 
@@ -384,7 +384,7 @@ def naive_options(t: TableDef) -> dict[str, str]:
         "hoodie.insert.shuffle.parallelism": "2",
     }
     # Table type and index follow lake's defaults for the same table, whatever they are today.
-    from framework import hudi
+    from framework.table import hudi
 
     lake = hudi.write_options(name=t.name, key=["id"], ordering="_seq", partition=part or None)
     opts.update({k: v for k, v in lake.items() if k == "hoodie.datasource.write.table.type"
@@ -578,8 +578,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, (live, total) in expected.items():
             say(f"  expected shop.{name}: {live:,} live rows, {total:,} keys inserted")
 
-        from framework.config import load_project
-        from framework.session import spark_session
+        from framework.project.config import load_project
+        from framework.table.session import spark_session
 
         project = load_project(main_root)
         t0 = time.perf_counter()

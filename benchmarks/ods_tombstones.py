@@ -38,9 +38,9 @@ def _env(op: str, k: int, v: int, pos: int) -> str:
 def child(repo: Path, rows: int) -> dict[str, Any]:
     """One run, importing lake from `repo`: the medians of each kind of batch, in seconds."""
     sys.path.insert(0, str(repo))
-    from framework.config import load_project
     from framework.ods.ingest import run_ingest
-    from framework.session import spark_session
+    from framework.project.config import load_project
+    from framework.table.session import spark_session
 
     rnd = random.Random(7)
     root = Path(tempfile.mkdtemp(prefix="lake-tomb-bench-"))

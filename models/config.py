@@ -31,7 +31,7 @@ _SQL_TYPE = re.compile(
 )
 
 # Types an `ordering:` column may have (framework/ods/decode.py ordering_prefix takes these), after
-# framework/ods/evolution.py normalize; and those a `partition_by.column` cannot be cast from.
+# framework/project/types.py normalize; and those a `partition_by.column` cannot be cast from.
 ORDERING_TYPES = frozenset({"timestamp", "date", "tinyint", "smallint", "int", "bigint"})
 NOT_TIME_TYPES = frozenset({"binary"})
 
@@ -264,7 +264,7 @@ class OdsTable(TableLayout):
     # How old its newest ingested source event may get (`lake freshness`); default `ods.freshness`.
     freshness: FreshnessConfig | None = None
     # Quality checks on the rows each micro-batch writes (see models/quality.py; parsed from
-    # their YAML forms by framework/quality/parse.py).
+    # their YAML forms by framework/project/checks.py).
     checks: list[CheckSpec] = Field(default_factory=list)
 
     @field_validator("source")
@@ -368,7 +368,7 @@ class ModelConfig(TableLayout):
     # dbt's list `[{name: x, description: "text"}]`.
     columns: dict[str, str] = Field(default_factory=dict)
     # Quality checks (Great Expectations names and arguments, shorthands, custom SQL); see
-    # models/quality.py and framework/quality/parse.py. Evaluated by the quality gate before the Hudi commit.
+    # models/quality.py and framework/project/checks.py. Evaluated by the quality gate before the Hudi commit.
     checks: list[CheckSpec] = Field(default_factory=list)
     # Unit tests of the model's logic (`lake test`; models/unit_test.py). Not in the fingerprint.
     tests: list[UnitTest] = Field(default_factory=list)

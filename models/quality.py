@@ -11,8 +11,8 @@ checks:
 ```
 
 Each list item becomes one or more :class:`CheckSpec`. The parsing of these YAML forms, checked
-against Great Expectations' registry with file, line and fix, is framework/quality/parse.py's;
-the config loader (framework/config.py) runs it before these types are validated.
+against Great Expectations' registry with file, line and fix, is framework/project/checks.py's;
+the config loader (framework/project/config.py) runs it before these types are validated.
 """
 
 from __future__ import annotations

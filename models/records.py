@@ -176,7 +176,7 @@ class RunRecord(BaseModel):
 
 
 class LockHolder(BaseModel):
-    """The process holding a project lock, as written into the lock file (framework/lock.py)."""
+    """The process holding a project lock, as written into the lock file (framework/runtime/lock.py)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -36,7 +36,7 @@ class ScheduleConfig(StrictModel):
     @field_validator("cron")
     @classmethod
     def _cron(cls, v: str) -> str:
-        # Whether it is a cron expression the scheduler reads is framework/config.py's check, made
+        # Whether it is a cron expression the scheduler reads is framework/project/config.py's check, made
         # with the scheduler library's own parser before this type is validated.
         return " ".join(v.split())
 

@@ -29,8 +29,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from framework.config import load_project
-    from framework.session import spark_session
+    from framework.project.config import load_project
+    from framework.table.session import spark_session
 
     base = tmp_path_factory.mktemp("spark-session")
     (base / "lake.yaml").write_text(

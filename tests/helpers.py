@@ -8,8 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from framework.config import Project, load_project
-from framework.paths import Layout
+from framework.project.config import Project, load_project
+from framework.runtime.paths import Layout
 
 
 def fixture_lines(path: Path) -> list[str]:
@@ -72,7 +72,7 @@ class LakeProject:
         return run_ingest(spark, self.project, **kw)
 
     def raw(self, spark: Any, table: str) -> Any:
-        from framework import hudi
+        from framework.table import hudi
 
         return hudi.read(spark, self.layout.table(f"ods.{table}"))
 
@@ -84,7 +84,7 @@ class LakeProject:
         return sorted(out, key=lambda r: tuple(str(r[c]) for c in cols))
 
     def dead_letters(self, spark: Any) -> list[dict[str, Any]]:
-        from framework import hudi
+        from framework.table import hudi
 
         path = self.layout.dead_letter
         if not hudi.table_exists(path):

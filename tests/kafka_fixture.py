@@ -1,6 +1,6 @@
 """The Kafka broker tests share: one real KRaft broker per test session (see tests/conftest.py).
 
-Started from the jars `make install` fetched (framework.jars), on free loopback ports, in a
+Started from the jars `make install` fetched (framework.runtime.jars), on free loopback ports, in a
 pytest temp dir whose logs/server.log is the place to look when a Kafka test fails.
 """
 

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 
 from framework.commands.common import locked, recorded
 from framework.commands.test import build_cases, run_in_child, shares_session, stopped_models
-from framework.config import Project
-from framework.history import settle_models
-from framework.lock import table_lock
-from framework.session import spark_session
+from framework.project.config import Project
+from framework.runtime.history import settle_models
+from framework.runtime.lock import table_lock
+from framework.table.session import spark_session
 from framework.transform.runner import Selection, build
 from models.records import LockHolder, ModelResult, RunRecord
 from models.unit_test import UnitTestResult

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from framework import freshness, hudi
-from framework.config import Project
 from framework.errors import LakeError
-from framework.paths import Layout
-from framework.quality import store
+from framework.project.config import Project
+from framework.quality import freshness, store
 from framework.quality.checks import evaluate
+from framework.runtime.paths import Layout
+from framework.table import hudi
 from framework.transform.dag import build_graph, select
 from framework.transform.loader import load_models
 from framework.transform.reader import TableReader
@@ -80,7 +80,7 @@ def run_check(*, project: Project, selectors: list[str], argv: Sequence[str]) ->
     `sources` hold the freshness), the results, and what has no table yet."""
     from framework.commands.common import recorded
     from framework.quality.quarantine import outcomes
-    from framework.session import ensure_storage, spark_session
+    from framework.table.session import ensure_storage, spark_session
 
     chosen, sources = targets(project, selectors)  # config and selector errors before Spark starts
     if not chosen and not sources:

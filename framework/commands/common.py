@@ -1,5 +1,5 @@
 """What every command that writes shares: the project locks it holds, the run record it leaves
-(framework/history.py), and the `--trigger` duration."""
+(framework/runtime/history.py), and the `--trigger` duration."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from framework import history
-from framework.config import Project
 from framework.errors import LakeError
-from framework.lock import hold
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.runtime import history
+from framework.runtime.lock import hold
+from framework.runtime.paths import Layout
 from models.records import LockHolder, RunRecord
 
 
 def locked(project: Project, names: list[str], timeout: float, argv: Sequence[str],
            on_stale: Callable[[str, LockHolder], None] | None = None) -> contextlib.AbstractContextManager[Any]:
-    """Hold the project locks of the tables (and checkpoint) a command writes (framework/lock.py)."""
+    """Hold the project locks of the tables (and checkpoint) a command writes (framework/runtime/lock.py)."""
     return hold(Layout(project.warehouse).locks, names, command=shlex.join(["lake", *argv]), timeout=timeout, on_stale=on_stale,
                 settings=project.config.locks, spark_conf=project.config.spark.conf)
 

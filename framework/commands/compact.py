@@ -5,7 +5,7 @@ until a compaction writes new base files. Tables with `compact_every: N` compact
 delta commits; `compact_every: 0` leaves it to this command (run by hand or by a `what: compact`
 schedule), so ingest and builds never pay for it.
 
-Each table is compacted under its table lock (one writer at a time, framework/lock.py) with
+Each table is compacted under its table lock (one writer at a time, framework/runtime/lock.py) with
 Hudi's `run_compaction` procedure (`scheduleAndExecute`): it plans a compaction of every file
 group with log files and runs it. lake reads its own commit metadata from the delta commits,
 never from a compaction (hudi._last_write), so checkpoints and fingerprints are untouched.
@@ -18,14 +18,14 @@ from collections.abc import Callable, Sequence
 
 from pyspark.sql import SparkSession
 
-from framework import hudi
 from framework.commands.common import locked
-from framework.config import Project
 from framework.errors import LakeError
-from framework.location import Location
-from framework.lock import table_lock
-from framework.paths import Layout
-from framework.session import spark_session
+from framework.project.config import Project
+from framework.runtime.location import Location
+from framework.runtime.lock import table_lock
+from framework.runtime.paths import Layout
+from framework.table import hudi
+from framework.table.session import spark_session
 from framework.transform.loader import load_models
 from models.layout import TableLayout
 from models.records import CompactResult, LockHolder

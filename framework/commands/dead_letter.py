@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
 from framework.commands.common import locked, recorded
-from framework.config import Project
 from framework.ods import dead_letter
-from framework.session import spark_session
+from framework.project.config import Project
+from framework.table.session import spark_session
 from models.config import OdsTable
 from models.records import DeadLetterGroup, IngestSummary, LockHolder, ReplayResult
 

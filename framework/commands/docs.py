@@ -7,7 +7,7 @@ import http.server
 from collections.abc import Callable
 from pathlib import Path
 
-from framework.config import Project
+from framework.project.config import Project
 from framework.quality.report import report_dir
 from framework.site.catalog import collect
 from framework.site.docs import write_docs
@@ -24,7 +24,7 @@ def docs_dir(project: Project) -> Path:
 def generate_docs(project: Project) -> Path:
     """Write the site; returns its index.html. Starts Spark only for a warehouse off the local disk
     (to read table schemas and run history there)."""
-    from framework.session import ensure_storage
+    from framework.table.session import ensure_storage
 
     ensure_storage(project)
     models = load_models(project)
@@ -43,9 +43,9 @@ def report_overview(project: Project) -> Callable[[list[RunRecord]], str]:
 
 
 def _report_dag(project: Project) -> str:
-    from framework import history
     from framework.errors import ConfigError
-    from framework.paths import Layout
+    from framework.runtime import history
+    from framework.runtime.paths import Layout
     from framework.site.catalog import dag_status
     from framework.site.svg import dag_svg
 

@@ -1,5 +1,5 @@
 """`lake build --env NAME`, `lake diff MODEL --env NAME`, `lake env list|promote|drop`:
-environments without copies (framework/envs.py)."""
+environments without copies (framework/envs/layout.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from framework import envs, history, hudi
 from framework.commands.build import run_build
 from framework.commands.test import build_cases, run_in_child, shares_session, stopped_models
-from framework.config import Project
-from framework.history import settle_models
-from framework.lock import hold, table_lock
-from framework.paths import Layout
-from framework.session import spark_session
+from framework.envs import layout as envs
+from framework.project.config import Project
+from framework.runtime import history
+from framework.runtime.history import settle_models
+from framework.runtime.lock import hold, table_lock
+from framework.runtime.paths import Layout
+from framework.table import hudi
+from framework.table.session import spark_session
 from framework.transform.runner import Selection, build, selection
 from models.catalog import CatalogConfig
 from models.records import LockHolder, ModelResult, RunRecord

@@ -1,12 +1,12 @@
 """`lake freshness`: the age of each selected ODS table's newest ingested source event against
-its `freshness:` (framework/freshness.py). Reads the tables' timelines only: no Spark on a local
+its `freshness:` (framework/quality/freshness.py). Reads the tables' timelines only: no Spark on a local
 warehouse, nothing written."""
 
 from __future__ import annotations
 
-from framework import freshness
-from framework.config import Project
 from framework.errors import LakeError
+from framework.project.config import Project
+from framework.quality import freshness
 from framework.transform.dag import build_graph, select
 from framework.transform.loader import load_models
 from framework.transform.state import recorded
@@ -26,7 +26,7 @@ def selected_tables(project: Project, selectors: list[str]) -> list[str]:
 
 def run_freshness(*, project: Project, selectors: list[str]) -> list[SourceFreshness]:
     """Each selected ODS table's freshness (status `none` for tables without a policy)."""
-    from framework.session import ensure_storage
+    from framework.table.session import ensure_storage
 
     names = set(selected_tables(project, selectors))
     tables = [t for t in project.ods_tables if t.qualified_name in names]

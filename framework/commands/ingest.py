@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from framework.commands.common import locked, recorded
-from framework.config import Project
-from framework.lock import ingest_lock, table_lock
 from framework.ods.bootstrap import BootstrapResult, run_bootstrap
 from framework.ods.ingest import checkpoint_name, run_ingest
+from framework.project.config import Project
 from framework.quality.ods_gate import BatchBlocked
-from framework.session import spark_session
+from framework.runtime.lock import ingest_lock, table_lock
+from framework.table.session import spark_session
 from models.records import BatchResult, IngestSummary, LockHolder
 
 

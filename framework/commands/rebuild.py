@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from framework.commands.common import locked, recorded
-from framework.config import Project
 from framework.errors import LakeError
-from framework.lock import table_lock
 from framework.ods.rebuild import rebuild
-from framework.session import spark_session
+from framework.project.config import Project
+from framework.runtime.lock import table_lock
+from framework.table.session import spark_session
 from models.records import LockHolder, RebuildResult
 
 

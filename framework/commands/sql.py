@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from framework.catalog import register_ods
-from framework.config import Project
 from framework.errors import LakeError
-from framework.paths import Layout
-from framework.session import spark_session
+from framework.project.config import Project
+from framework.runtime.paths import Layout
+from framework.table.catalog import register_ods
+from framework.table.session import spark_session
 
 
 def run_sql(*, project: Project, query: str) -> DataFrame:

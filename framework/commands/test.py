@@ -16,10 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from framework.config import Project
 from framework.errors import LakeError
 from framework.modeltest.cases import Case, discover
 from framework.modeltest.render import failure_text
+from framework.project.config import Project
 from framework.transform.runner import Selection
 from models.catalog import CatalogConfig
 from models.config import SparkConfig
@@ -50,7 +50,7 @@ def test_session(project: Project) -> SparkSession:
     temporary folder: the project's warehouse is never opened, its catalog never contacted."""
     from pyspark.sql import SparkSession
 
-    from framework.session import spark_session
+    from framework.table.session import spark_session
 
     active = SparkSession.getActiveSession()
     if active is not None:

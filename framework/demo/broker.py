@@ -1,6 +1,6 @@
 """A real single-node Kafka broker (KRaft: broker and controller in one JVM) on loopback ports.
 
-For tests and the Kafka demo, never for production. The jars come from framework.jars
+For tests and the Kafka demo, never for production. The jars come from framework.runtime.jars
 (`make install` fetches them); events are produced with the confluent-kafka Python client.
 
     with KafkaBroker(work_dir) as broker:
@@ -31,7 +31,7 @@ from typing import Any
 
 from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
 from framework.errors import EnvironmentProblem
-from framework.jars import KAFKA_VERSION, java_executable, kafka_broker_classpath
+from framework.runtime.jars import KAFKA_VERSION, java_executable, kafka_broker_classpath
 
 Payload = str | bytes | None
 

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from framework.config import Project, load_project
 from framework.demo.project import _clear, _locked, _ours, _refuse_foreign, _remove_ours
 from framework.demo.shop import MODELS, TABLES, Shop, oracle_views, project_files
 from framework.errors import LakeError
+from framework.project.config import Project, load_project
 
 if TYPE_CHECKING:
     from framework.demo.connect import DebeziumConnect
@@ -79,9 +79,9 @@ def _write_project(base: Path, servers: str) -> Project:
 
 
 def _rounds(demo: Project, console: Console, shop: Shop, connect: DebeziumConnect, events: int) -> None:
-    from framework import report
-    from framework.continuous import run_cycle
-    from framework.session import spark_session
+    from framework.ops.continuous import run_cycle
+    from framework.runtime import terminal as report
+    from framework.table.session import spark_session
 
     spark = spark_session(demo)
     steps: list[tuple[str, Callable[[], object]]] = [
@@ -105,7 +105,7 @@ def _rounds(demo: Project, console: Console, shop: Shop, connect: DebeziumConnec
 
 def _results(demo: Project, db: MariaDB) -> tuple[RichTable, bool]:
     from framework.demo.oracle import compare_all
-    from framework.session import spark_session
+    from framework.table.session import spark_session
 
     oracle_views(db, DATABASE)
     models = [name.replace("/", ".") for name in MODELS]

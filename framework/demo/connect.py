@@ -1,7 +1,7 @@
 """Kafka Connect standalone running Debezium's MariaDB connector against a MariaDB, on loopback.
 
 For tests and `lake demo --source mariadb`, never for production. The jars come from
-framework.jars (`make install` fetches them); the connector is a Connect plugin in its own
+framework.runtime.jars (`make install` fetches them); the connector is a Connect plugin in its own
 directory. Source offsets are a file in `work_dir`, the schema history a topic on the broker:
 
     with DebeziumConnect(work_dir, broker.bootstrap_servers, db, prefix="chain", databases=["shop"]) as connect:
@@ -10,7 +10,7 @@ directory. Source offsets are a file in `work_dir`, the schema history a topic o
 The settings are the ones a user of lake would give Debezium (README "From a real database"):
 JsonConverter with schemas, `decimal.handling.mode=precise`, the default `time.precision.mode`,
 heartbeats, transaction metadata and truncate events on, so that lake meets every kind of message
-the connector writes. `flavor="mysql"` runs Debezium's MySQL connector instead (framework.jars).
+the connector writes. `flavor="mysql"` runs Debezium's MySQL connector instead (framework.runtime.jars).
 Connect logs to `work_dir/logs/connect.log`. `stop()` (also run at exit) sends SIGTERM, then
 SIGKILL, and reaps it.
 """
@@ -33,7 +33,12 @@ from typing import Any
 from framework.demo.mariadb import PASSWORD, USER, MariaDB
 from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
 from framework.errors import EnvironmentProblem
-from framework.jars import DEBEZIUM, debezium_plugin, java_executable, kafka_connect_classpath
+from framework.runtime.jars import (
+    DEBEZIUM,
+    debezium_plugin,
+    java_executable,
+    kafka_connect_classpath,
+)
 
 CONNECTOR = "lake-cdc"
 HEARTBEAT_PREFIX = "__debezium-heartbeat"

@@ -29,7 +29,7 @@ from xml.sax.saxutils import escape
 
 from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
 from framework.errors import EnvironmentProblem
-from framework.jars import java_executable
+from framework.runtime.jars import java_executable
 
 # Without it, log4j2 looks for the LMAX disruptor Hive's log4j2 config asks for, and fails.
 _LOG_SELECTOR = "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector"
@@ -72,7 +72,7 @@ class HiveMetastore:
             "hive.metastore.schema.verification": "false",
             "hive.metastore.warehouse.dir": str(self.work_dir / "warehouse"),
             # Hudi's sync alters tables when columns are added; Hive 2.3 rejects an ALTER that
-            # changes column types unless this is off. Lake only widens types (evolution.py).
+            # changes column types unless this is off. Lake only widens types (framework/project/types.py).
             "hive.metastore.disallow.incompatible.col.type.changes": "false",
         }
 

@@ -93,8 +93,8 @@ def compare(name: str, expected: tuple[list[str], list[tuple[Any, ...]]], spark:
 def compare_all(spark: SparkSession, warehouse: Any, db: MariaDB, database: str, tables: list[str], models: list[str]) -> list[Comparison]:
     """Every ODS table (`ods.<t>` against `SELECT * FROM <database>.<t>`) and every model
     (`<layer>.<name>` against the MariaDB view of the same name and SQL)."""
-    from framework.catalog import register_ods
-    from framework.paths import Layout
+    from framework.runtime.paths import Layout
+    from framework.table.catalog import register_ods
 
     registered = set(register_ods(spark, Layout(warehouse)))
     out = []

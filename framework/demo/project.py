@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from framework import demo as demo_data
-from framework.config import Project
 from framework.errors import LakeError
 from framework.ods.batch import resolve_source_path
+from framework.project.config import Project
 from models.config import FileSourceConfig, OdsTable
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def demo_project(project: Project, console: Console, fresh: bool) -> Project:
     build and ods settings (warehouse `warehouse`, CDC from `cdc`), and in `layers/` the project's
     files declaring the seed tables plus the models built only from them. Nothing is written
     before every check has passed; nothing is deleted here but the demo's own `layers/` (--fresh)."""
-    from framework.config import load_project
+    from framework.project.config import load_project
 
     seed = _declared_tables(project)
     files = _seed_files(project, seed)
@@ -176,9 +176,9 @@ def _delete(entry: Path, console: Console) -> None:
 def _locked(tables_of: Project, writes_to: Project, console: Console, timeout: float) -> Iterator[None]:
     """Hold the locks `lake run` takes (ingest checkpoint, every ODS table and model of
     `tables_of`) in the warehouse of `writes_to`, for the whole demo."""
-    from framework.lock import hold, ingest_lock, table_lock
     from framework.ods.ingest import checkpoint_name
-    from framework.paths import Layout
+    from framework.runtime.lock import hold, ingest_lock, table_lock
+    from framework.runtime.paths import Layout
     from framework.transform.loader import load_models
 
     names = [ingest_lock(checkpoint_name(None)), *(table_lock(t.qualified_name) for t in tables_of.ods_tables),

@@ -23,9 +23,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from framework import demo as demo_data
-from framework.catalog import quote_ident
 from framework.commands.common import recorded
-from framework.config import Project
 from framework.demo.project import (
     KAFKA_DIR,
     _cdc_dir,
@@ -38,7 +36,9 @@ from framework.demo.project import (
     prepared,
 )
 from framework.errors import LakeError
-from framework.history import settle_models
+from framework.project.config import Project
+from framework.runtime.history import settle_models
+from framework.table.catalog import quote_ident
 from models.config import OdsTable
 
 if TYPE_CHECKING:
@@ -140,10 +140,10 @@ _KEYS = {t.qualified: t.key for t in demo_data.seed_tables()}
 
 def _rounds(project: Project, console: Console, events: int, seed: int, number: int,
             emit: Callable[[int, str, list[str]], None]) -> None:
-    from framework import report
-    from framework.catalog import register_ods
-    from framework.paths import Layout
-    from framework.session import spark_session
+    from framework.runtime import terminal as report
+    from framework.runtime.paths import Layout
+    from framework.table.catalog import register_ods
+    from framework.table.session import spark_session
 
     ods = _declared_tables(project)
     sim = demo_data.Simulator(seed, start=demo_data.DEFAULT_START + timedelta(days=number - 1), binlog_index=2 + number)
@@ -181,8 +181,8 @@ def _rounds(project: Project, console: Console, events: int, seed: int, number: 
 def _pages(project: Project, console: Console) -> None:
     """Write the run report and the docs site of the demo project, and say where they are."""
     from framework.commands.docs import generate_docs, report_overview
-    from framework.paths import Layout
     from framework.quality.report import report_dir, write_report
+    from framework.runtime.paths import Layout
 
     runs = write_report(Layout(project.warehouse), report_dir(project), overview=report_overview(project)).parent / "index.html"
     docs = generate_docs(project)
@@ -210,7 +210,7 @@ def _test(spark: SparkSession, project: Project, console: Console) -> None:
 
 def _build(spark: SparkSession, project: Project, console: Console, incremental: bool) -> bool:
     """Build every model of the project (full, then incremental); False when there are none."""
-    from framework import report
+    from framework.runtime import terminal as report
     from framework.transform.loader import load_models
     from framework.transform.runner import build
 

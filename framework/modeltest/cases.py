@@ -17,12 +17,12 @@ from pathlib import Path
 
 import yaml
 
-from framework.config import Project, load_model
 from framework.errors import ConfigError, ConfigIssue
 from framework.modeltest.events import Round
 from framework.modeltest.inputs import Input, resolve_inputs
 from framework.modeltest.refs import Where, compose
 from framework.modeltest.rows import Row, RowsError, read_rows
+from framework.project.config import Project, load_model
 from framework.transform.analysis import Analyses
 from framework.transform.lineage import Tracer
 from framework.transform.loader import Model

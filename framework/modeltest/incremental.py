@@ -21,14 +21,14 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework import hudi
-from framework.columns import lake_key
-from framework.config import Project
 from framework.errors import LakeError
 from framework.modeltest.cases import Case, Input
 from framework.modeltest.compare import frame
 from framework.modeltest.rows import Row
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.runtime.paths import Layout
+from framework.table import hudi
+from framework.table.columns import lake_key
 from framework.transform.evaluate import Evaluator
 from framework.transform.loader import Model
 from framework.transform.reader import TableReader

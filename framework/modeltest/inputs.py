@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework.config import Project
 from framework.errors import ConfigIssue
 from framework.modeltest.events import EventError, Round, Table, apply, duplicate_rows
 from framework.modeltest.refs import Where, referenced_columns
@@ -28,6 +27,7 @@ from framework.modeltest.rows import (
     read_rows,
     text,
 )
+from framework.project.config import Project
 from framework.transform.analysis import Analyses
 from framework.transform.lineage import Tracer
 from framework.transform.loader import Model

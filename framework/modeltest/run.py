@@ -17,11 +17,11 @@ from typing import Literal
 
 from pyspark.sql import SparkSession
 
-from framework.config import Project
 from framework.errors import LakeError
 from framework.modeltest.cases import Case
 from framework.modeltest.compare import compare, frame
 from framework.modeltest.incremental import build_incrementally
+from framework.project.config import Project
 from framework.transform.loader import Model
 from framework.transform.query import run_query
 from models.unit_test import Comparison, UnitTestResult

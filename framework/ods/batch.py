@@ -25,19 +25,19 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from framework import hudi, hudi_layout
-from framework.config import Project
 from framework.errors import IngestFailed, LakeError, QualityGateError
-from framework.location import Location
 from framework.ods import rewrite
 from framework.ods.commit import DEAD_LETTER_KEY, commit_table, write_dead_letter
 from framework.ods.context import BatchContext, HighWater, TableState
 from framework.ods.discover import auto_create, resolve_keys
-from framework.ods.evolution import normalize
 from framework.ods.parse import classify, envelopes, summarize
 from framework.ods.prepare import Prepared, prepare
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.project.types import normalize
 from framework.quality.ods_gate import BatchBlocked
+from framework.runtime.location import Location
+from framework.runtime.paths import Layout
+from framework.table import hudi, hudi_layout
 from models.config import OdsTable
 from models.records import BatchResult
 
@@ -49,7 +49,7 @@ class OdsBatchWriter:
     """Writes micro-batches of CDC messages into the project's ODS tables."""
 
     def __init__(self, spark: SparkSession, project: Project, stream_id: str, only: set[str] | None = None, run_id: str | None = None) -> None:
-        from framework.history import new_run_id
+        from framework.runtime.history import new_run_id
 
         self.run_id = run_id or new_run_id()  # labels quality results and quarantined events
         self.spark = spark
@@ -179,7 +179,7 @@ class OdsBatchWriter:
 
 
 def _check_layout(t: OdsTable, recorded: str | None) -> None:
-    """An existing table can take the YAML's index and buckets (framework/hudi_layout.py)."""
+    """An existing table can take the YAML's index and buckets (framework/table/hudi_layout.py)."""
     problem = hudi_layout.change_problem(recorded, t)
     if problem is not None:
         raise LakeError(f"layers/ods: {t.qualified_name}: {problem}",

@@ -17,14 +17,14 @@ from pydantic import BaseModel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from framework import hudi
-from framework.config import Project
 from framework.errors import LakeError
-from framework.faults import failpoint
 from framework.ods import decode as D
 from framework.ods.batch import META_COLUMNS
 from framework.ods.position import parse_position, seq_at
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.runtime.faults import failpoint
+from framework.runtime.paths import Layout
+from framework.table import hudi
 from models.config import OdsTable
 
 

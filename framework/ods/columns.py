@@ -2,7 +2,7 @@
 
 Schema blocks give each version's types (envelope.py); events without one take the table YAML's
 `columns:`, the table's own types, or types inferred from a sample of their JSON values. Versions
-are taken in arrival order against evolution.py's rules: a version the table cannot take is
+are taken in arrival order against framework/project/types.py's rules: a version the table cannot take is
 rejected on its own (its events go to the dead letter with the reason), the others are written.
 A version whose events all precede the table's bootstrap hand-off is not judged: they are dropped
 anyway (a table rebuilt from a dump taken after a type change would reject them otherwise).
@@ -27,14 +27,14 @@ from framework.ods.envelope import (
     infer_json_type,
     row_columns,
 )
-from framework.ods.evolution import (
+from framework.ods.position import slice_of
+from framework.project.types import (
     WALL_CLOCK,
     in_place,
     key_text_kept,
     merge_batch_types,
     normalize,
 )
-from framework.ods.position import slice_of
 from models.config import OdsTable
 
 

@@ -13,15 +13,15 @@ from typing import Literal
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from framework import hudi
 from framework.errors import QualityGateError
-from framework.faults import failpoint, pausepoint
-from framework.lock import LockHeldError, hold, table_lock
 from framework.ods import rewrite, tombstones
 from framework.ods.context import BatchContext, TableState
 from framework.ods.prepare import Prepared
 from framework.quality.ods_gate import check_table
-from framework.timeline import EVENT_TS_MAX
+from framework.runtime.faults import failpoint, pausepoint
+from framework.runtime.lock import LockHeldError, hold, table_lock
+from framework.table import hudi
+from framework.table.timeline import EVENT_TS_MAX
 
 DEAD_LETTER_KEY = ["loc"]
 DEAD_LETTER_WAIT_SECONDS = 300  # another stream's dead-letter write takes seconds

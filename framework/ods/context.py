@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 from pydantic import BaseModel
 from pyspark.sql import SparkSession
 
-from framework.config import Project
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.runtime.paths import Layout
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,13 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from framework import hudi
-from framework.config import Project
-from framework.faults import failpoint
-from framework.lock import hold, table_lock
 from framework.ods.batch import OdsBatchWriter
 from framework.ods.commit import DEAD_LETTER_KEY, DEAD_LETTER_WAIT_SECONDS
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.runtime.faults import failpoint
+from framework.runtime.lock import hold, table_lock
+from framework.runtime.paths import Layout
+from framework.table import hudi
 from models.config import OdsTable
 from models.records import DeadLetterGroup, DeadLetterSample, ReplayResult
 

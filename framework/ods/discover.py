@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from framework.config import Project
 from framework.ods import decode as D
 from framework.ods.context import TableState
 from framework.ods.routing import auto_table_name, undeclared_parts
+from framework.project.config import Project
 from models.config import OdsTable
 
 log = logging.getLogger(__name__)

@@ -24,15 +24,15 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework import rebuilds
-from framework.config import Project
 from framework.errors import EnvironmentProblem, IngestFailed, LakeError
-from framework.faults import failpoint
-from framework.location import Location
 from framework.ods.batch import OdsBatchWriter, resolve_source_path
-from framework.paths import Layout
+from framework.project.config import Project
 from framework.quality.ods_gate import BatchBlocked
-from framework.storage import storage_for
+from framework.runtime import rebuilds
+from framework.runtime.faults import failpoint
+from framework.runtime.location import Location
+from framework.runtime.paths import Layout
+from framework.runtime.storage import storage_for
 from models.config import FileSourceConfig
 from models.records import BatchResult, IngestSummary
 

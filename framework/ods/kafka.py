@@ -15,8 +15,8 @@ import time
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework.config import Project
 from framework.errors import EnvironmentProblem
+from framework.project.config import Project
 from models.config import KafkaSourceConfig
 
 ENV_PREFIX = "LAKE_KAFKA_"

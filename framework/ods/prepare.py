@@ -17,15 +17,15 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from framework import hudi
-from framework.columns import live
-from framework.location import Location
 from framework.ods import decode as D
 from framework.ods import tombstones
 from framework.ods.columns import Columns, resolve_columns
 from framework.ods.context import BatchContext, HighWater, TableState, utc
 from framework.ods.envelope import Decoder
 from framework.ods.tablecheck import table_config_problem
+from framework.runtime.location import Location
+from framework.table import hudi
+from framework.table.columns import live
 from models.config import OdsTable
 from models.records import TableBatchResult
 

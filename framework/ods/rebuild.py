@@ -13,7 +13,7 @@ source still offers, while the other tables and their checkpoints stay as they a
    under a checkpoint of its own that is removed afterwards: events before a dump's position are
    dropped, the rest ordered by their source positions as in any ingest. The main checkpoint is
    untouched: events it reads again later are older than or equal to what the table holds.
-5. The rebuild is recorded (framework/rebuilds.py): every model reading the table rebuilds fully
+5. The rebuild is recorded (framework/runtime/rebuilds.py): every model reading the table rebuilds fully
    at its next build, saying why; the marker is removed.
 """
 
@@ -27,13 +27,14 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from framework import hudi, rebuilds
-from framework.config import Project
-from framework.faults import failpoint
 from framework.ods.bootstrap import run_bootstrap
 from framework.ods.ingest import run_ingest
 from framework.ods.rewrite import marker as rewrite_marker
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.runtime import rebuilds
+from framework.runtime.faults import failpoint
+from framework.runtime.paths import Layout
+from framework.table import hudi
 from models.config import KafkaSourceConfig, OdsTable
 from models.records import RebuildResult
 

@@ -1,6 +1,6 @@
 """Rewriting an ODS table in wider column types that Hudi cannot take in place: DATE → TIMESTAMP
 (Hudi 1.2.0 refuses it in every write mode), or a key column whose text changes (a DECIMAL's
-scale, FLOAT → DOUBLE), since Hudi's record key is that text (framework/ods/evolution.py).
+scale, FLOAT → DOUBLE), since Hudi's record key is that text (framework/project/types.py).
 
 1. Stage: the table's rows (every column, lake's included, `_seq` unchanged) cast to the new types
    are bulk-inserted into a fresh Hudi table, `_lake/staging/ods_<name>`, whose one commit carries
@@ -8,7 +8,7 @@ scale, FLOAT → DOUBLE), since Hudi's record key is that text (framework/ods/ev
    tombstone table likewise when a key column changes. Nothing is registered in a catalog.
 2. A marker, `_lake/staging/ods_<name>.json`, says the staged copy is complete.
 3. Swap: the table's folder is removed, the staged folder renamed into its place, the marker
-   removed, and the rebuild recorded (framework/rebuilds.py): models reading the table rebuild
+   removed, and the rebuild recorded (framework/runtime/rebuilds.py): models reading the table rebuild
    fully, saying why.
 
 A crash before 2 leaves the table as it was (the next attempt removes the staged copy); after 2,
@@ -23,11 +23,12 @@ import json
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework import hudi, rebuilds
-from framework.faults import failpoint
-from framework.location import Location
 from framework.ods.context import BatchContext, TableState
-from framework.paths import Layout
+from framework.runtime import rebuilds
+from framework.runtime.faults import failpoint
+from framework.runtime.location import Location
+from framework.runtime.paths import Layout
+from framework.table import hudi
 from models.config import OdsTable
 
 # Commit metadata a table's state is read from (framework/ods/batch.py), carried into the rewrite.

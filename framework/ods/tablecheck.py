@@ -3,12 +3,12 @@ table YAML against the column types a micro-batch resolved.
 
 A problem is the table's alone: its events of the batch go to the dead letter with the reason
 returned here (file, field, fix) and the other tables commit (framework/ods/batch.py). Types
-declared in `columns:` are checked before Spark starts (framework/config.py).
+declared in `columns:` are checked before Spark starts (framework/project/config.py).
 """
 
 from __future__ import annotations
 
-from framework.ods.evolution import normalize
+from framework.project.types import normalize
 from models.config import NOT_TIME_TYPES, ORDERING_TYPES, OdsTable
 
 

@@ -29,9 +29,9 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from framework import hudi
-from framework.location import Location
 from framework.ods.context import BatchContext
+from framework.runtime.location import Location
+from framework.table import hudi
 from models.config import OdsTable
 
 # The commit metadata key every ODS commit carries once its table keeps tombstones (no soft deletes

@@ -15,13 +15,13 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework.columns import lake_key, live, visible_columns
-from framework.config import Project
-from framework.held import is_held
-from framework.paths import Layout
+from framework.project.config import Project
 from framework.quality import quarantine, store
 from framework.quality.checks import GateResult, evaluate
 from framework.quality.report import run_page
+from framework.runtime.paths import Layout
+from framework.table.columns import lake_key, live, visible_columns
+from framework.table.held import is_held
 from models.quality import CheckSpec
 
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from framework import hudi
-from framework.columns import visible_columns
-from framework.config import Project
 from framework.errors import QualityGateError
-from framework.paths import Layout
+from framework.project.config import Project
 from framework.quality import quarantine, store
 from framework.quality.checks import GateResult, evaluate
 from framework.quality.report import run_page
+from framework.runtime.paths import Layout
+from framework.table import hudi
+from framework.table.columns import visible_columns
 from models.config import OdsTable
 from models.records import BatchResult, IngestSummary
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from framework import hudi
-from framework.faults import failpoint
-from framework.paths import Layout
 from framework.quality.checks import RUN_ID
+from framework.runtime.faults import failpoint
+from framework.runtime.paths import Layout
+from framework.table import hudi
 from models.quality_result import ModelQuality
 from models.records import CheckOutcome
 

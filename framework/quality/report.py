@@ -15,10 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from framework import history
-from framework.config import Project
-from framework.paths import Layout
+from framework.project.config import Project
 from framework.quality import docs, store
+from framework.runtime import history
+from framework.runtime.paths import Layout
 from models.quality_result import CheckResult, ModelQuality
 from models.records import RunRecord
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from framework.location import Location
-from framework.paths import Layout
+from framework.runtime.location import Location
+from framework.runtime.paths import Layout
 from models.quality_result import ModelQuality
 
 

@@ -10,11 +10,11 @@ from datetime import datetime, timezone
 
 import networkx as nx
 
-from framework import history
-from framework.config import Project
 from framework.errors import LakeError
-from framework.paths import Layout
+from framework.project.config import Project
 from framework.quality import store
+from framework.runtime import history
+from framework.runtime.paths import Layout
 from framework.transform.analysis import Analyses
 from framework.transform.dag import build_graph
 from framework.transform.lineage import LineageNode, Tracer, warehouse_schema

@@ -15,7 +15,7 @@ from framework.errors import ConfigIssue, LakeError
 from framework.transform.strategy import Analysis, analyze
 
 if TYPE_CHECKING:
-    from framework.config import Project
+    from framework.project.config import Project
     from framework.transform.loader import Model
 
 KeyOf = Callable[[str], "tuple[str, ...] | None"]

@@ -14,16 +14,17 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework import hudi, hudi_layout, rebuilds
-from framework.columns import lake_key, visible_columns
-from framework.config import Project
 from framework.errors import LakeError
-from framework.faults import failpoint
-from framework.held import Held, is_held
-from framework.ods.evolution import in_place
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.project.types import in_place
 from framework.quality.checks import GateResult
 from framework.quality.model_gate import ModelGate
+from framework.runtime import rebuilds
+from framework.runtime.faults import failpoint
+from framework.runtime.paths import Layout
+from framework.table import hudi, hudi_layout
+from framework.table.columns import lake_key, visible_columns
+from framework.table.held import Held, is_held
 from framework.transform import hidden, holders
 from framework.transform.loader import Model
 from framework.transform.plan import ModelPlan
@@ -115,7 +116,7 @@ class Committer:
     def _stored(self, m: Model, out: DataFrame, full: bool) -> tuple[DataFrame | None, str | None]:
         """The model's table (None: none yet), and why it is written anew (else None): a column
         whose type changes in a way Hudi cannot make in place (DATE → TIMESTAMP, a narrowing;
-        framework/ods/evolution.py). Such a table, and its hidden groups, are removed first: a
+        framework/project/types.py). Such a table, and its hidden groups, are removed first: a
         full build rewrites every row anyway, and a crash before its commit leaves no table, which
         the next build builds in full."""
         path = self.layout.table(m.name)

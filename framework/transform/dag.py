@@ -11,8 +11,8 @@ import json
 
 import networkx as nx
 
-from framework.config import Project
 from framework.errors import ConfigError, ConfigIssue
+from framework.project.config import Project
 from framework.transform import selector
 from framework.transform.loader import Model
 from framework.transform.selector import Recorded, Universe

@@ -7,12 +7,12 @@ import time
 
 from pyspark.sql import SparkSession
 
-from framework import hudi, timeline
-from framework.config import Project
 from framework.errors import LakeError
-from framework.history import new_run_id
-from framework.paths import Layout
+from framework.project.config import Project
 from framework.quality.model_gate import ModelGate
+from framework.runtime.history import new_run_id
+from framework.runtime.paths import Layout
+from framework.table import hudi, timeline
 from framework.transform import strategies
 from framework.transform.analysis import Analyses
 from framework.transform.commit import Committer
@@ -45,7 +45,7 @@ class Evaluator:
         self.spark = spark
         self.project = project
         self.models = models
-        self.layout = layout or Layout(project.warehouse)  # an environment's (framework/envs.py), or production
+        self.layout = layout or Layout(project.warehouse)  # an environment's (framework/envs/layout.py), or production
         self.reader = TableReader(spark, self.layout)
         # Quality checks run before each commit; results and quarantined rows carry the run id.
         self.gate = ModelGate(spark, project, self.layout, run_id or new_run_id())

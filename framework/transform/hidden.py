@@ -22,9 +22,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from framework import hudi
-from framework.held import Held
-from framework.paths import Layout
+from framework.runtime.paths import Layout
+from framework.table import hudi
+from framework.table.held import Held
 from framework.transform import holders
 
 META = "hidden"  # the model commit's extra metadata key: the companion instant it pairs with

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from framework.hudi import Instant
+from framework.table.hudi import Instant
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

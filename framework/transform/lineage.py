@@ -21,11 +21,11 @@ from sqlglot.errors import SqlglotError
 from sqlglot.lineage import Node, lineage
 from sqlglot.optimizer.qualify import qualify
 
-from framework import hudi
-from framework.config import Project
 from framework.errors import LakeError
-from framework.location import Location
-from framework.paths import Layout
+from framework.project.config import Project
+from framework.runtime.location import Location
+from framework.runtime.paths import Layout
+from framework.table import hudi
 from framework.transform.loader import Model
 
 Kind = Literal["sql", "python", "ods", "unknown"]

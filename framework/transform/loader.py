@@ -16,8 +16,8 @@ from typing import Literal
 import sqlglot
 from sqlglot import exp
 
-from framework.config import Project, load_model
 from framework.errors import ConfigError, ConfigIssue
+from framework.project.config import Project, load_model
 from framework.transform import fingerprint as fp
 from framework.transform.analysis import strategy_issues
 from models.config import _IDENT, ModelConfig

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from framework.hudi import Instant
+from framework.table.hudi import Instant
 from framework.transform.loader import Model
 from framework.transform.strategy import Analysis
 
@@ -27,7 +27,7 @@ class UpstreamState:
     instants: tuple[Instant, ...]  # completed data commits, oldest first (by completion time)
     earliest_retained: str | None = None  # requested time of the oldest commit the cleaner kept
     size_bytes: int = 0  # latest file slices (hudi.table_bytes); 0 when not read
-    rebuilt: tuple[str, str] | None = None  # its last rebuild (framework/rebuilds.py): first commit, reason
+    rebuilt: tuple[str, str] | None = None  # its last rebuild (framework/runtime/rebuilds.py): first commit, reason
     types: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # completion time -> column types (checkpoints, latest)
 
 

@@ -26,11 +26,11 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from framework import hudi
-from framework.columns import live, visible_columns
-from framework.location import Location
 from framework.ods.decode import decimal_from_bytes
-from framework.paths import Layout
+from framework.runtime.location import Location
+from framework.runtime.paths import Layout
+from framework.table import hudi
+from framework.table.columns import live, visible_columns
 
 
 @dataclass

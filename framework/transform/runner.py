@@ -15,10 +15,10 @@ from datetime import datetime, timezone
 import networkx as nx
 from pyspark.sql import SparkSession
 
-from framework.config import Project
 from framework.errors import LakeError
-from framework.paths import Layout
+from framework.project.config import Project
 from framework.quality.checks import GateResult
+from framework.runtime.paths import Layout
 from framework.transform.analysis import Analyses
 from framework.transform.dag import build_graph, select
 from framework.transform.evaluate import Evaluator, ods_keys
@@ -74,7 +74,7 @@ def build(
     before models that feed no DWS model (`serving_first`). `run_id` (the run record's) labels
     the quality results and quarantined rows; a fresh id is made when None. Results come back in
     the order the models were built. `loaded`: the project's models, already loaded. `layout`:
-    where tables are (an environment's, framework/envs.py; default production). `stopped`:
+    where tables are (an environment's, framework/envs/layout.py; default production). `stopped`:
     models not to build, with their (failed) results (their unit tests failed): their
     descendants are skipped like those of a model that failed to build."""
     models, g = (loaded.models, loaded.graph) if loaded else load(project)

@@ -2,7 +2,7 @@
 
 One timeline read per table (commits, the cleaner's earliest retained commit, the latest commit's
 lake metadata, an upstream's column types at the models' checkpoints and now), its last rebuild
-(framework/rebuilds.py) and, where a model may be recomputed, one file listing for its upstream's size.
+(framework/runtime/rebuilds.py) and, where a model may be recomputed, one file listing for its upstream's size.
 A project whose tables do not exist yet needs no Spark: `lake plan` on an unbuilt project runs
 without a JVM.
 """
@@ -13,15 +13,16 @@ import json
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
-from framework import hudi, rebuilds, timeline
-from framework.paths import Layout
+from framework.runtime import rebuilds
+from framework.runtime.paths import Layout
+from framework.table import hudi, timeline
 from framework.transform import holders
 from framework.transform.plan import State, TargetState, UpstreamState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from framework.config import Project
+    from framework.project.config import Project
     from framework.transform.selector import Recorded
 
 
@@ -66,7 +67,7 @@ def recorded(project: Project) -> Recorded:
 
     def read(name: str) -> tuple[str | None, str | None] | None:
         if not project.warehouse.is_local:
-            from framework.session import ensure_storage
+            from framework.table.session import ensure_storage
 
             ensure_storage(project)
         last = timeline.last_commit(layout.table(name))

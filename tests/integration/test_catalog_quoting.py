@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from framework.catalog import quote_ident, quote_literal, register_ods
 from framework.errors import LakeError
-from framework.paths import Layout
+from framework.runtime.paths import Layout
+from framework.table.catalog import quote_ident, quote_literal, register_ods
 from tests.helpers import LakeProject, envelope
 
 TABLES = """

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from framework.config import load_project
-from framework.continuous import run_cycle
 from framework.demo.oracle import compare_all
 from framework.demo.shop import MODELS, TABLES, Shop, oracle_views, project_files
+from framework.ops.continuous import run_cycle
+from framework.project.config import load_project
 from models.records import RunRecord
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
@@ -35,8 +35,8 @@ def _project(root: Path, database: str, servers: str, prefix: str, models: bool 
 
 
 def _dead_letters(spark: Any, root: Path) -> list[tuple[str, str]]:
-    from framework import hudi
-    from framework.paths import Layout
+    from framework.runtime.paths import Layout
+    from framework.table import hudi
 
     path = Layout(load_project(root).warehouse).dead_letter
     if not hudi.table_exists(path):

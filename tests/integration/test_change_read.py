@@ -15,9 +15,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from framework import hudi
-from framework.location import Location
-from framework.paths import Layout
+from framework.runtime.location import Location
+from framework.runtime.paths import Layout
+from framework.table import hudi
 from framework.transform.reader import TableReader
 
 SCHEMA = T.StructType([

@@ -110,8 +110,8 @@ def test_init_scaffold_ingests(tmp_path: Path) -> None:
 def test_target_picks_the_warehouse_without_spark(tmp_path: Path) -> None:
     """`--target` and LAKE_TARGET choose lake.yaml's target: `lake runs` (no JVM) reads the run
     history of the target's warehouse, and a wrong name fails before anything runs."""
-    from framework import history
-    from framework.paths import Layout
+    from framework.runtime import history
+    from framework.runtime.paths import Layout
 
     LakeProject(tmp_path, "tables:\n  - {source: shop.prices, key: [id]}\n",
                 "targets:\n  dev:\n    warehouse: ${DEV_ROOT:-dev-wh}\n    spark: {conf: {spark.sql.shuffle.partitions: '1'}}\n")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from framework.cli import main
+from framework.cli.main import main
 from tests.helpers import LakeProject, envelope
 
 pytestmark = pytest.mark.spark

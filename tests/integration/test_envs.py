@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from framework import hudi
-from framework.cli import main
+from framework.cli.main import main
+from framework.table import hudi
 from framework.transform.reader import TableReader
 from tests.helpers import LakeProject, envelope
 

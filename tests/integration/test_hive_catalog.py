@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from framework.demo.metastore import HiveMetastore
-from framework.jars import HUDI_BUNDLE, ensure_jar
+from framework.runtime.jars import HUDI_BUNDLE, ensure_jar
 from tests.helpers import LakeProject, envelope
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

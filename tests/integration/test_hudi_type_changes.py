@@ -1,5 +1,5 @@
 """What Hudi 1.2.0 itself takes on write when a column's type changes, with lake's write options
-(README "Schema changes"): the facts framework/ods/evolution.py's `in_place` rests on, checked
+(README "Schema changes"): the facts framework/project/types.py's `in_place` rests on, checked
 against plain Hudi writes so a Hudi upgrade that changes them fails here first."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
-from framework import hudi
+from framework.table import hudi
 
 
 def _rows(spark: Any, rows: list[tuple[int, str, str]], typ: str) -> Any:

@@ -1,5 +1,5 @@
 """The test Kafka broker is real: keyed messages round-trip in partition order, stop() leaves no
-process, a broken start says why. No Spark here; jars come from framework.jars."""
+process, a broken start says why. No Spark here; jars come from framework.runtime.jars."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from framework import jars
 from framework.demo.broker import KafkaBroker
 from framework.errors import EnvironmentProblem
+from framework.runtime import jars
 from tests.kafka_fixture import consume, unique_topic
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from framework.cli import main
+from framework.cli.main import main
 from tests.helpers import LakeProject, envelope
 
 ODS = "tables:\n  - {source: shop.user, key: [id], columns: {score: 'decimal(10,2)'}}\n"

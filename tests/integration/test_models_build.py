@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from framework import hudi
+from framework.table import hudi
 from framework.transform.runner import build, load, plan
 from tests.helpers import LakeProject, envelope
 

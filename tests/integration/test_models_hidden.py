@@ -16,8 +16,8 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from framework import hudi
-from framework.location import Location
+from framework.runtime.location import Location
+from framework.table import hudi
 from framework.transform.runner import build
 from tests.helpers import LakeProject, UsersSource
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from framework import hudi
+from framework.table import hudi
 from framework.transform.runner import build
 from tests.helpers import LakeProject, UsersSource
 

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 
-from framework.columns import lake_key, visible_columns
 from framework.demo import Simulator
+from framework.table.columns import lake_key, visible_columns
 from framework.transform import hidden
 from framework.transform.evaluate import Evaluator
 from framework.transform.runner import build, load

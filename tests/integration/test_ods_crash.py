@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
-from framework import hudi
+from framework.table import hudi
 from tests.helpers import LakeProject, envelope
 
 TABLES = """
@@ -82,7 +82,7 @@ def test_kill_mid_batch_then_rerun(tmp_path: Path, spark: Any, clean_run: tuple[
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == -signal.SIGKILL, out
     # Run history says what happened to the killed run.
-    from framework import history
+    from framework.runtime import history
 
     (killed,) = history.runs(lp.layout)
     assert killed.command == "ingest" and killed.status == "crashed" and "ended without finishing" in (killed.error or "")
@@ -116,7 +116,7 @@ def test_kill_at_a_random_moment_then_rerun(tmp_path_factory: pytest.TempPathFac
     # The kill landed inside the run: after its first commit, before it finished.
     assert committed, out
     assert proc.returncode == -signal.SIGKILL, f"the run ended (exit {proc.returncode}) before the kill:\n{out}"
-    from framework import history
+    from framework.runtime import history
 
     (killed,) = history.runs(lp.layout)
     assert killed.status == "crashed", killed
@@ -213,7 +213,7 @@ def test_kill_between_the_quarantine_write_and_the_commit(tmp_path_factory: pyte
     commit: the rerun commits the batch without them, like a clean run."""
     clean, lp = _pair(tmp_path_factory, spark, _events(25), CHECKED)  # seed 25: 2 users events quarantined in batch 0, 1 in each later one
     _killed(lp, "ingest", "--once", failpoint="after_quarantine_write:1")
-    from framework import history
+    from framework.runtime import history
 
     (killed,) = history.runs(lp.layout)
     # Where it landed: the quarantine holds batch 0's rejected events; ods.users (written last,

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from framework import hudi
+from framework.table import hudi
 from tests.helpers import LakeProject, envelope
 
 USERS = "tables:\n  - {source: shop.users, key: [id]}\n"

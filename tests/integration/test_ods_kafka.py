@@ -160,7 +160,7 @@ def test_continuous_reads_new_messages_and_stops_cleanly(tmp_path: Path, spark: 
     import threading
     import time
 
-    from framework import hudi
+    from framework.table import hudi
 
     topic = f"lkcont{tmp_path.name[-6:]}"
     kafka_broker.create_topic(topic, partitions=1)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from framework import hudi
-from framework.location import Location
+from framework.runtime.location import Location
+from framework.table import hudi
 from tests.helpers import LakeProject, envelope
 
 TABLES = """

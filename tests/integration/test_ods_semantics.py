@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from framework import hudi
 from framework.errors import IngestFailed
+from framework.table import hudi
 from tests.helpers import LakeProject, envelope
 
 SHOP = """
@@ -186,7 +186,7 @@ def test_tables_filter_uses_its_own_checkpoint(tmp_path: Path, spark: Any) -> No
 
 
 def test_nothing_new_writes_nothing(tmp_path: Path, spark: Any) -> None:
-    from framework import hudi
+    from framework.table import hudi
 
     lp = LakeProject(tmp_path, "tables:\n  - {source: shop.users, key: [id]}\n")
     lp.write_cdc([envelope("c", "shop.users", None, {"id": 1}, pos=1)])
@@ -243,7 +243,7 @@ def test_continuous_mode_picks_up_new_files_and_stops_cleanly(tmp_path: Path, sp
     worker.start()
     try:
         deadline = time.time() + 120
-        from framework import hudi
+        from framework.table import hudi
 
         while time.time() < deadline and not hudi.completed_instants(spark, lp.layout.table("ods.users")):
             time.sleep(0.5)

@@ -97,8 +97,8 @@ def test_concurrent_ingests_of_disjoint_tables_share_the_dead_letter(tmp_path: P
 
 def test_a_replayed_batch_skips_the_dead_letter_after_another_streams_commit(tmp_path: Path, spark: Any) -> None:
     """The replay check looks for this stream's commit anywhere, not only in the last commit."""
-    from framework import hudi
     from framework.ods.batch import OdsBatchWriter
+    from framework.table import hudi
 
     lp = LakeProject(tmp_path, USERS)
 

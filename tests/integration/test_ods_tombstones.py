@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from framework import hudi
+from framework.table import hudi
 from tests.helpers import LakeProject, envelope
 from tests.integration.test_ods_outside_readers import read_by_path
 

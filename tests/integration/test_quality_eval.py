@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from framework.paths import Layout
+from framework.project.checks import parse_checks
 from framework.quality import store
 from framework.quality.checks import FAILED_CHECKS, MODEL, RUN_ID, evaluate
-from framework.quality.parse import parse_checks
 from framework.quality.report import write_report
+from framework.runtime.paths import Layout
 from models.quality import CheckSpec
 
 pytestmark = pytest.mark.spark

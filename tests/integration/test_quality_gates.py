@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from framework import hudi
-from framework.catalog import register_ods
-from framework.cli import main
+from framework.cli.main import main
 from framework.quality import store
 from framework.quality.ods_gate import BatchBlocked
+from framework.table import hudi
+from framework.table.catalog import register_ods
 from framework.transform.loader import load_models
 from framework.transform.runner import build
 from tests.helpers import LakeProject, envelope

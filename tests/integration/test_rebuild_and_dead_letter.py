@@ -15,10 +15,10 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from framework import hudi
-from framework.cli import main
+from framework.cli.main import main
 from framework.ods import dead_letter
 from framework.ods.rebuild import rebuild
+from framework.table import hudi
 from framework.transform.runner import build
 from tests.helpers import LakeProject, envelope
 from tests.typed_cdc import BIGINT, INT, STRING, TypedTable

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from framework import history
-from framework.continuous import run_continuous
+from framework.ops.continuous import run_continuous
+from framework.runtime import history
 from framework.transform.reader import TableReader
 from framework.transform.runner import build
 from tests.helpers import LakeProject, envelope

@@ -1,4 +1,4 @@
-"""The S3 lease lock (framework/lease.py) between real processes against a real S3-compatible
+"""The S3 lease lock (framework/runtime/lease.py) between real processes against a real S3-compatible
 server: one holder at a time, a holder named when the lock is busy, a dead holder's lease taken
 over once it expires, and a clean release freeing it at once."""
 
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.s3
 WORKER = r"""
 import json, sys, time
 from framework.errors import LakeError
-from framework.location import Location
-from framework.lock import hold
+from framework.runtime.location import Location
+from framework.runtime.lock import hold
 from models.config import LockSettings
 
 where, conf, mode, arg = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]

@@ -133,7 +133,7 @@ def test_ingest_build_query_check_and_report_with_everything_in_a_bucket(tmp_pat
     runs = json.loads(_lake(tmp_path, "runs", "--format", "json").stdout)
     assert [r["command"] for r in runs] == ["run", "ingest", "build", "check"]
     assert {r["status"] for r in runs} == {"ok"}
-    # Commits read from the bucket's timelines without Spark's readers (framework/timeline.py,
+    # Commits read from the bucket's timelines without Spark's readers (framework/table/timeline.py,
     # through Hadoop's file system): upstream changes, freshness, state:.
     assert any(m["upstream_changed"] for m in runs[2]["models"]) and set(runs[0]["sources"]) == set(runs[3]["sources"]) != set()
     fresh = json.loads(_lake(tmp_path, "freshness", "--json").stdout)

@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from framework import hudi
+from framework.table import hudi
 from framework.transform.reader import TableReader
 from framework.transform.runner import build
 from tests.helpers import LakeProject

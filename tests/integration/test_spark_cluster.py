@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from framework.catalog import register_ods
+from framework.table.catalog import register_ods
 from framework.transform.runner import build
 from tests.helpers import LakeProject
 from tests.integration.test_s3_warehouse import (

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from framework import hudi
-from framework.cli import main
+from framework.cli.main import main
 from framework.commands.compact import run_compact
 from framework.errors import LakeError
+from framework.table import hudi
 from framework.transform.runner import build
 from tests.helpers import LakeProject, envelope
 

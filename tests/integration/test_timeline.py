@@ -1,4 +1,4 @@
-"""framework/timeline.py reads Hudi's timeline without Spark; the oracle is Hudi's own Java reader
+"""framework/table/timeline.py reads Hudi's timeline without Spark; the oracle is Hudi's own Java reader
 (HoodieTableMetaClient) on the same tables: copy-on-write and merge-on-read, inserts, updates and
 deletes."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from framework import hudi, timeline
-from framework.avro import AvroError, read_container
+from framework.table import hudi, timeline
+from framework.table.avro import AvroError, read_container
 from tests.helpers import LakeProject, envelope
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from framework import hudi
-from framework.config import load_project
 from framework.demo.services import free_port
 from framework.errors import ConfigError, LakeError
-from framework.session import catalog_conf, spark_session
+from framework.project.config import load_project
+from framework.table import hudi
+from framework.table.session import catalog_conf, spark_session
 from models.catalog import CatalogConfig
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from framework.config import load_project
 from framework.errors import ConfigError
+from framework.project.config import load_project
 
 
 def _project(tmp_path: Path, lake: str, ods: dict[str, str] | None = None) -> Path:

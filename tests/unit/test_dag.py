@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from framework.config import load_project
 from framework.errors import ConfigError, LakeError
+from framework.project.config import load_project
 from framework.transform.dag import build_graph, render, select
 from framework.transform.loader import load_models, sql_tables
 

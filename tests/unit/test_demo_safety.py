@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from framework.config import load_project
 from framework.demo.project import MARKER, prepared
 from framework.demo.run import run_demo
 from framework.errors import LakeError
-from framework.lock import hold, table_lock
-from framework.paths import Layout
+from framework.project.config import load_project
+from framework.runtime.lock import hold, table_lock
+from framework.runtime.paths import Layout
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,8 +14,8 @@ from framework.ods.envelope import (
     infer_json_type,
     row_columns,
 )
-from framework.ods.evolution import merge_batch_types, resolve
 from framework.ods.position import parse_position, seq_at, slice_of
+from framework.project.types import merge_batch_types, resolve
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_widening_rules() -> None:
 
 def test_what_hudi_changes_in_place() -> None:
     """Measured on Hudi 1.2.0 (README "Schema changes"): DATE -> TIMESTAMP only by a rewrite."""
-    from framework.ods.evolution import in_place, key_text_kept
+    from framework.project.types import in_place, key_text_kept
 
     assert in_place("decimal(10,2)", "decimal(12,4)") and in_place("int", "bigint") and in_place("float", "double")
     assert in_place("tinyint", "int") and in_place("smallint", "int") and in_place("int", "double")

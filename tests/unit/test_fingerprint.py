@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framework.config import load_project
+from framework.project.config import load_project
 from framework.transform import fingerprint as fp
 from framework.transform.loader import Model, load_models
 from models.config import ModelConfig

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from framework import freshness
-from framework.config import load_project
 from framework.errors import ConfigError
+from framework.project.config import load_project
+from framework.quality import freshness
 from models.freshness import FreshnessConfig, parse_duration, show_duration
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from framework import jars
 from framework.errors import EnvironmentProblem
+from framework.runtime import jars
 
 
 def test_complete_directory_is_reused_without_mvn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from framework.config import load_project
 from framework.errors import ConfigError, EnvironmentProblem
 from framework.ods.kafka import KafkaSource, env_options, reader_options
+from framework.project.config import load_project
 from models.config import KafkaSourceConfig
 
 

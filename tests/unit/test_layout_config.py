@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from framework import hudi, hudi_layout
-from framework.schedule import lake_commands
+from framework.ops.schedule import lake_commands
+from framework.table import hudi, hudi_layout
 from models.config import ModelConfig, OdsTable
 from models.schedule import ScheduleConfig
 

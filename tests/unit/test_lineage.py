@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from framework.cli import main
-from framework.config import load_project
+from framework.cli.main import main
 from framework.errors import LakeError
+from framework.project.config import load_project
 from framework.transform.lineage import LineageNode, Tracer, output_columns
 from framework.transform.lineage_render import render_json, render_text
 from framework.transform.loader import load_models

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from framework.config import load_project
 from framework.errors import ConfigError
-from framework.location import Location
-from framework.paths import Layout
-from framework.storage import LocalStorage
+from framework.project.config import load_project
+from framework.runtime.location import Location
+from framework.runtime.paths import Layout
+from framework.runtime.storage import LocalStorage
 
 
 def test_a_uri_keeps_its_scheme_and_bucket() -> None:

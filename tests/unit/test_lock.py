@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from framework.lock import FileLock, LockHeldError, hold, ingest_lock, table_lock
+from framework.runtime.lock import FileLock, LockHeldError, hold, ingest_lock, table_lock
 from models.records import LockHolder
 
 REPO = Path(__file__).resolve().parents[2]
 HOLDER = """
 import sys, time
 from pathlib import Path
-from framework.lock import hold
+from framework.runtime.lock import hold
 with hold(Path(sys.argv[1]), sys.argv[2].split(","), command=sys.argv[3], timeout=0):
     print("held", flush=True)
     time.sleep(float(sys.argv[4]))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from framework.config import load_project
 from framework.errors import ConfigError, ConfigIssue
+from framework.project.config import load_project
 from framework.transform.loader import load_models
 
 KAFKA = "ods:\n  source: {kind: kafka, bootstrap_servers: 'localhost:9092', topics: [t]}\n"

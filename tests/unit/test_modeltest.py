@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from framework.config import load_project
 from framework.errors import ConfigError
 from framework.modeltest.cases import discover
 from framework.modeltest.compare import _ordered, _unordered
 from framework.modeltest.events import EventError, Table, apply
 from framework.modeltest.refs import referenced_columns
 from framework.modeltest.rows import check_value, infer, kind_of, text
+from framework.project.config import load_project
 from framework.transform.loader import load_models
 from models.unit_test import ChangeEvent
 

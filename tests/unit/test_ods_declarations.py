@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from framework.config import load_project
 from framework.errors import ConfigError, ConfigIssue
+from framework.project.config import load_project
 
 
 def _load(tmp_path: Path, tables: str, lake: str = "name: demo\n") -> list[ConfigIssue]:
@@ -97,7 +97,7 @@ def test_derived_table_name_must_be_an_identifier(tmp_path: Path, source: str, s
 
 def test_layout_refuses_names_that_leave_the_warehouse(tmp_path: Path) -> None:
     from framework.errors import LakeError
-    from framework.paths import Layout
+    from framework.runtime.paths import Layout
 
     layout = Layout(tmp_path / "wh")
     assert layout.table("ods.users").local == tmp_path / "wh" / "ods" / "users"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.hudi import Instant
+from framework.table.hudi import Instant
 from framework.transform.loader import Model
 from framework.transform.plan import (
     BuildLimits,
@@ -154,10 +154,10 @@ def test_whole_selection_in_order() -> None:
 
 @pytest.mark.parametrize("module", ["framework.transform.plan", "framework.transform.dag", "framework.transform.strategy",
                                     "framework.transform.loader", "framework.transform.analysis", "framework.transform.lineage",
-                                    "framework.config", "framework.transform.state",
+                                    "framework.project.config", "framework.transform.state",
                                     "framework.modeltest.cases",
-                                    "framework.config", "framework.transform.state", "framework.transform.selector",
-                                    "framework.transform.fingerprint", "framework.timeline", "framework.commands.freshness"])
+                                    "framework.project.config", "framework.transform.state", "framework.transform.selector",
+                                    "framework.transform.fingerprint", "framework.table.timeline", "framework.commands.freshness"])
 def test_core_modules_import_no_spark_or_great_expectations(module: str) -> None:
     """The boundary: config, DAG, selection, strategy inference and planning load without a JVM
     library (so `lake dag`, `lake lineage` and `lake plan` of an unbuilt project start fast)."""

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from framework.config import load_model, load_project
 from framework.errors import ConfigError, ConfigIssue
-from framework.quality.parse import DROPPABLE, gx_query, parse_checks
+from framework.project.checks import DROPPABLE, gx_query, parse_checks
+from framework.project.config import load_model, load_project
 from models.config import ModelConfig
 from models.quality import CheckSpec
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from framework import report
+from framework.runtime import terminal as report
 from framework.transform.loader import Model
 from framework.transform.plan import ModelPlan as Plan
 from framework.transform.strategy import Analysis
@@ -103,7 +103,7 @@ def test_query_rows_print_values_and_column_names_literally(spark: Any) -> None:
 def test_cli_messages_print_paths_literally(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from framework.cli import main
+    from framework.cli.main import main
 
     root = tmp_path / "p[/]q[bold]r\\"
     out = CliRunner().invoke(main, ["init", str(root)], env={"COLUMNS": "1000"})

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from framework.config import load_project
 from framework.demo.seed import inventory_sample
 from framework.errors import LakeError
-from framework.scaffold import scaffold
+from framework.project.config import load_project
+from framework.project.scaffold import scaffold
 
 SAMPLE = inventory_sample()
 

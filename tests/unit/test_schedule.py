@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from framework.airflow import render_dags
-from framework.cli import main
-from framework.config import load_project
-from framework.cron import cron_trigger
+from framework.cli.main import main
 from framework.errors import ConfigError, LakeError
-from framework.schedule import Scheduler, lake_commands, next_fire_times
+from framework.ops.airflow import render_dags
+from framework.ops.schedule import Scheduler, lake_commands, next_fire_times
+from framework.project.config import load_project
+from framework.project.cron import cron_trigger
 from models.config import ScheduleConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -175,7 +175,7 @@ def test_sigterm_lets_the_running_step_finish_then_exits_0(tmp_path: Path) -> No
     # The step is a real `lake build` that waits 3 s for a lock another process holds, then fails
     # (exit 1) before Spark; JAVA_HOME points nowhere so it could never start Spark anyway.
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from framework.lock import hold\n"
+        "import sys, time; from pathlib import Path; from framework.runtime.lock import hold\n"
         "with hold(Path(sys.argv[1]), ['table-dws.user_agg'], command='lake build dws.user_agg', timeout=0):\n"
         "    print('held', flush=True); time.sleep(60)"), str(root / "wh" / "_lake" / "locks")],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from framework.config import load_project
 from framework.errors import LakeError
+from framework.project.config import load_project
 from framework.transform.dag import build_graph, select
 from framework.transform.loader import load_models
 

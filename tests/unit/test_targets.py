@@ -1,4 +1,4 @@
-"""`targets:` of lake.yaml and `${VAR}` in every YAML file (framework/targets.py), loaded through
+"""`targets:` of lake.yaml and `${VAR}` in every YAML file (framework/project/targets.py), loaded through
 load_project / load_models as lake does (no Spark). Expected values are written out by hand."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from framework import history
 from framework.commands.common import recorded
-from framework.config import load_project
 from framework.errors import ConfigError
-from framework.paths import Layout
+from framework.project.config import load_project
+from framework.runtime import history
+from framework.runtime.paths import Layout
 from framework.transform.loader import load_models
 
 LAKE = """\
@@ -212,8 +212,8 @@ def test_run_record_stores_the_target(tmp_path: Path) -> None:
 
 
 def test_scheduled_commands_run_with_the_schedulers_target(tmp_path: Path) -> None:
-    from framework.airflow import render_dags
-    from framework.schedule import SubprocessSteps
+    from framework.ops.airflow import render_dags
+    from framework.ops.schedule import SubprocessSteps
     from models.config import ScheduleConfig
 
     steps = SubprocessSteps(Path("/p"), print, "prod")

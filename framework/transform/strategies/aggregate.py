@@ -16,8 +16,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from framework.columns import lake_key
-from framework.held import Held
+from framework.table.columns import lake_key
+from framework.table.held import Held
 from framework.transform import hidden, holders
 from framework.transform.commit import Written
 from framework.transform.context import BuildContext

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from framework.columns import lake_key, visible_columns
-from framework.held import Held
+from framework.table.columns import lake_key, visible_columns
+from framework.table.held import Held
 from framework.transform.commit import Written
 from framework.transform.context import BuildContext
 from framework.transform.plan import ModelPlan

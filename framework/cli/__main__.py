@@ -1,0 +1,5 @@
+"""`python -m framework.cli`: the `lake` console script."""
+
+from framework.cli.main import main
+
+main()
