@@ -289,6 +289,15 @@ def _column_issues(rel: str, i: int, t: OdsTable) -> list[ConfigIssue]:
     return out
 
 
+def unexpanded(project: Project) -> dict[str, Any]:
+    """The project's lake.yaml as written, its target applied but every `${VAR}` kept: what a copy
+    of its settings may contain (the values of those variables may be secrets)."""
+    path = project.root / "lake.yaml"
+    request = Request(project.target, "--target") if project.target else None
+    doc = read_yaml(path.read_text(encoding="utf-8"), "lake.yaml", targets=True, request=request, expand=False)
+    return dict(doc.data) if isinstance(doc.data, dict) else {}
+
+
 def load_project(root: Path | str, target: str | None = None) -> Project:
     """Load and validate a whole project; raise one ConfigError listing every problem. `target`:
     the `targets:` entry to apply (else LAKE_TARGET's, else `default_target:`, else none)."""
