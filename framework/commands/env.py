@@ -3,6 +3,7 @@ environments without copies (framework/envs/layout.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from framework.commands.build import run_build
 from framework.commands.test import build_cases, run_in_child, shares_session, stopped_models
 from framework.envs import layout as envs
+from framework.errors import ConfigError
 from framework.project.config import Project
 from framework.runtime import history
 from framework.runtime.history import settle_models
@@ -18,6 +20,7 @@ from framework.runtime.lock import hold, table_lock
 from framework.runtime.paths import Layout
 from framework.table import hudi
 from framework.table.session import spark_session
+from framework.transform.loader import load_models
 from framework.transform.runner import Selection, build, selection
 from models.catalog import CatalogConfig
 from models.records import LockHolder, ModelResult, RunRecord
@@ -83,10 +86,21 @@ def promote(*, project: Project, env: str, lock_timeout: float, argv: Sequence[s
                      on_result=on_result, on_stale=on_stale)
 
 
-def drop(project: Project, env: str) -> envs.EnvState:
-    """Delete `_env/<env>/` (nothing of production is touched)."""
+def drop(*, project: Project, env: str, lock_timeout: float, argv: Sequence[str],
+         on_stale: Callable[[str, LockHolder], None] | None = None) -> envs.EnvState:
+    """Delete environment `env` (nothing of production is touched) under the locks a build in it
+    takes: the table lock of every model it owns, of every model of the project, and of every
+    lock taken there before. A build running in it finishes first (or the drop waits, or fails
+    naming it); a build that starts later creates the environment anew."""
     layout = envs.existing(project.warehouse, env)
-    Layout(project.warehouse).fs.delete(layout.env)
+    root = envs.env_root(project.warehouse, env)
+    names = {table_lock(m) for m in layout.state.models} | set(envs.lock_names(project.warehouse, env))
+    # A project whose models do not load builds nothing now; the other names cover builds begun before.
+    with contextlib.suppress(ConfigError):
+        names |= {table_lock(m) for m in load_models(project)}
+    with hold(Layout(root).locks, names, command=shlex.join(["lake", *argv]), timeout=lock_timeout, on_stale=on_stale,
+              settings=project.config.locks, spark_conf=project.config.spark.conf):
+        envs.delete(project.warehouse, env)
     return layout.state
 
 

@@ -113,3 +113,28 @@ def existing(warehouse: Location, name: str) -> EnvLayout:
         raise LakeError(f"there is no environment {name!r} in this warehouse",
                         fix=f"environments: {', '.join(known)}" if known else "create one with `lake build --env NAME SELECTOR`")
     return EnvLayout(warehouse, state, set(state.models))
+
+
+def lock_names(warehouse: Location, name: str) -> list[str]:
+    """Names of the locks taken in environment `name` (lock files stay; an S3 lease object
+    exists while held)."""
+    layout = Layout(warehouse)
+    return sorted(p.name.removesuffix(".lock") for p in layout.fs.children(Layout(env_root(warehouse, name)).locks)
+                  if p.name.endswith(".lock"))
+
+
+def delete(warehouse: Location, name: str) -> None:
+    """Remove environment `name`: its state first (from then on it does not exist), then its
+    tables and records. Its lock files stay: the caller holds them, and a lock file deleted while
+    held would let two processes lock two files of one name."""
+    fs = Layout(warehouse).fs
+    root = env_root(warehouse, name)
+    fs.delete(state_file(warehouse, name))
+    locks = Layout(root).locks
+    for child in fs.children(root):
+        if child == locks.parent:
+            for c in fs.children(child):
+                if c != locks:
+                    fs.delete(c)
+        else:
+            fs.delete(child)

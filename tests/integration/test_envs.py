@@ -115,5 +115,6 @@ def test_build_in_an_environment_diff_promote_drop(tmp_path: Path, spark: Any) -
         assert _rows(spark, lp, lp.layout.table(m)) == now[m], m
     promoted = _prod(spark, lp)
     _cli(lp, "env", "drop", "dev")
-    assert not env.exists() and _prod(spark, lp) == promoted
+    assert all(p.relative_to(env).parts[:2] == ("_lake", "locks") for p in env.rglob("*") if p.is_file())
+    assert not (env / "_lake" / "env.json").exists() and _prod(spark, lp) == promoted  # only its empty lock files stay
     assert TableReader(spark, lp.layout).latest("dws.by_city") is not None
