@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -30,22 +31,25 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def _latest(spark: SparkSession, layout: Layout, tables: set[str]) -> dict[str, str]:
-    """Production's latest completion time of each table that exists."""
+def _production(spark: SparkSession, layout: Layout, tables: set[str]) -> dict[str, envs.Production]:
+    """Production's latest commit and the cleaner's earliest retained commit of each table that
+    exists (one timeline read each)."""
     out = {}
     for t in sorted(tables):
-        inst = hudi.completed_instants(spark, layout.table(t))
-        if inst:
-            out[t] = inst[-1].completed
+        tl = hudi.timeline(spark, layout.table(t))
+        if tl.instants:
+            out[t] = envs.Production(tl.instants[-1].completed, tl.earliest_retained)
     return out
 
 
 def run_env_build(*, project: Project, selection: Selection, env: str, incremental: bool, lock_timeout: float, argv: Sequence[str],
                   on_start: Callable[[str], None] | None = None, on_result: Callable[[ModelResult], None] | None = None,
                   on_stale: Callable[[str, LockHolder], None] | None = None, unit_tests: bool = False,
-                  on_tests: Callable[[list[UnitTestResult]], None] | None = None) -> RunRecord:
+                  on_tests: Callable[[list[UnitTestResult]], None] | None = None,
+                  on_note: Callable[[str], None] | None = None) -> RunRecord:
     """Build the selection into environment `env`: its tables, run record, quality results and
-    locks under `_env/<env>/`; every other table read from production as of its pin. With
+    locks under `_env/<env>/`; every other table read from production as of its pin (a pin
+    production's cleaner passed moves to the latest commit: `on_note` says so, else stderr). With
     `unit_tests`, the models' unit tests run first, as `lake build` runs them."""
     envs.check_name(env)
     cases = build_cases(project, selection) if unit_tests else []
@@ -58,7 +62,9 @@ def run_env_build(*, project: Project, selection: Selection, env: str, increment
               settings=project.config.locks, spark_conf=project.config.spark.conf):
         spark = spark_session(project)
         reads = {u for n in selection.chosen for u in selection.models[n].upstreams} - set(selection.chosen)
-        layout = envs.open_env(warehouse, env, list(selection.chosen), _latest(spark, Layout(warehouse), reads))
+        layout, moved = envs.open_env(warehouse, env, list(selection.chosen), _production(spark, Layout(warehouse), reads))
+        for note in moved:
+            (on_note or _stderr)(note)
         # An environment's tables are never registered in a shared catalog: they would replace
         # production's entries there.
         private = replace(project, config=project.config.model_copy(update={"catalog": CatalogConfig()}))
@@ -73,6 +79,10 @@ def run_env_build(*, project: Project, selection: Selection, env: str, increment
                             run_id=rec.run_id, loaded=selection, layout=layout, stopped=stopped_models(tested))
             settle_models(rec, results)
     return rec
+
+
+def _stderr(note: str) -> None:
+    print(f"note: {note}", file=sys.stderr)
 
 
 def promote(*, project: Project, env: str, lock_timeout: float, argv: Sequence[str],

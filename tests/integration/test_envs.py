@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from framework.cli.main import main
+from framework.errors import LakeError
 from framework.table import hudi
 from framework.transform.reader import TableReader
 from tests.helpers import LakeProject, envelope
@@ -118,3 +119,34 @@ def test_build_in_an_environment_diff_promote_drop(tmp_path: Path, spark: Any) -
     assert all(p.relative_to(env).parts[:2] == ("_lake", "locks") for p in env.rglob("*") if p.is_file())
     assert not (env / "_lake" / "env.json").exists() and _prod(spark, lp) == promoted  # only its empty lock files stay
     assert TableReader(spark, lp.layout).latest("dws.by_city") is not None
+
+
+def test_a_pin_production_cleaned_is_moved_to_its_latest_commit_and_said(tmp_path: Path, spark: Any) -> None:
+    """With `hoodie.clean.commits.retained: 1`, two production commits take the cleaner past the
+    environment's pin, which can then no longer be read. The next build in the environment moves
+    the pin to production's latest commit, says so, and builds from there; `lake diff` works."""
+    from framework.envs import layout as envs
+
+    lp = LakeProject(tmp_path, ODS, lake_extra='hudi: {hoodie.clean.commits.retained: "1"}\n').add_models({"dwd/vip.sql": VIP.format(t=10)})
+    users: dict[int, tuple[str, int]] = {}
+    lp.write_cdc(_events(users, {1: ("sh", 5), 2: ("bj", 12)}, 1))
+    lp.ingest(spark)
+    _cli(lp, "build", "--env", "dev", "dwd.vip")
+    pin = envs.load_state(lp.project.warehouse, "dev").pins["ods.users"]  # type: ignore[union-attr]
+    for i in range(2):
+        lp.write_cdc(_events(users, {1: ("sh", 20 + i), 3: ("gz", 30 + i)}, 10 + 2 * i))
+        lp.ingest(spark)
+    users_path = lp.layout.table("ods.users")
+    kept, latest = hudi.earliest_retained(spark, users_path), hudi.completed_instants(spark, users_path)[-1].completed
+    assert kept is not None and pin < kept  # production's cleaner has passed the pin
+    with pytest.raises(LakeError, match=f"ods.users can no longer be read as of {pin}: Hudi's cleaner"):
+        TableReader(spark, lp.layout).snapshot("ods.users", as_of=pin).collect()  # what a read racing the cleaner meets
+
+    out = _cli(lp, "build", "--env", "dev", "dwd.vip", "--incremental")
+    assert f"production's ods.users was cleaned past the environment's pin {pin}" in out.output.replace("\n", " ")
+    assert f"re-pinned to its latest commit {latest}" in out.output.replace("\n", " ")
+    assert envs.load_state(lp.project.warehouse, "dev").pins == {"ods.users": latest}  # type: ignore[union-attr]
+    assert _rows(spark, lp, lp.root / "warehouse" / "_env" / "dev" / "dwd" / "vip") == _oracle(users, 10, best=False)["dwd.vip"]
+    _cli(lp, "build", "dwd.vip")
+    d = json.loads(_cli(lp, "diff", "dwd.vip", "--env", "dev", "--json").stdout)
+    assert (d["added"], d["removed"], d["changed"], d["unchanged"]) == (0, 0, 0, 3), d
