@@ -52,6 +52,8 @@ from models.records import LockHolder
 T = TypeVar("T")
 # Answers that mean "the condition failed" (another object is there, or none is), not "try again".
 _CONDITION_FAILED = ("PreconditionFailed", "412", "NoSuchKey", "404")
+# How long taking a lease (or reading its holder for a message) keeps retrying a failing S3.
+_PATIENCE = 30.0
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,10 @@ class S3Lease:
         return self._lost is not None
 
     def holder(self) -> LockHolder | None:
-        got = self._get(time.monotonic() + min(self._lease / 3, 10))
+        try:
+            got = self._get(time.monotonic() + _PATIENCE)
+        except _Unanswered:
+            return None  # for a message only: "locked by another lake process"
         return got.holder if got else None
 
     def try_acquire(self, command: str) -> bool:
@@ -125,16 +130,15 @@ class S3Lease:
         me = LockHolder(pid=os.getpid(), host=socket.gethostname(), command=command, since=datetime.now(timezone.utc),
                         lease_seconds=self._lease, token=uuid.uuid4().hex, renewals=0)
         body = me.model_dump_json()
-        deadline = time.monotonic() + min(self._lease / 3, 10)
+        deadline = time.monotonic() + _PATIENCE  # nothing is held yet: no lease to outlive
         try:
-            etag, sent = self._put(body, deadline, IfNoneMatch="*")
+            etag, sent, got = self._put(body, deadline, IfNoneMatch="*")
             if etag is None:
-                got = self._get(deadline)
                 if got is None:
                     return False  # released between our PUT and GET: the next poll takes it
                 if got.age < self._seen_lease:
                     return False
-                etag, sent = self._put(body, deadline, IfMatch=got.etag)  # take over the dead holder's lease
+                etag, sent, _ = self._put(body, deadline, IfMatch=got.etag)  # take over the dead holder's lease
                 if etag is None:
                     return False
                 self.stale = got.holder
@@ -186,7 +190,7 @@ class S3Lease:
         assert self._me is not None and self._etag is not None
         me = self._me.model_copy(update={"renewals": (self._me.renewals or 0) + 1})
         try:
-            etag, sent = self._put(me.model_dump_json(), self._renewed_at + self._lease, IfMatch=self._etag)
+            etag, sent, _ = self._put(me.model_dump_json(), self._renewed_at + self._lease, IfMatch=self._etag)
         except _Unanswered as e:
             if not self._stop.is_set():
                 self._lose(f"it could not be renewed for its whole lease of {self._lease} s ({e}); "
@@ -203,21 +207,22 @@ class S3Lease:
         print(f"lake: lost the lock {self.name} ({self.where}): {why}; this process commits nothing more under it",
               file=sys.stderr)
 
-    def _put(self, body: str, deadline: float, **cond: str) -> tuple[str | None, float]:
+    def _put(self, body: str, deadline: float, **cond: str) -> tuple[str | None, float, _Seen | None]:
         """Write `body` under a condition, retried until `deadline`: the new ETag (None when the
-        condition failed against an object that is not ours) and when the first attempt was sent."""
+        condition failed against an object that is not ours), when the first attempt was sent,
+        and the object read back when the condition failed (None: there is none)."""
         from botocore.exceptions import ClientError
 
         first = time.monotonic()
         try:
             r = self._call(deadline, self._client.put_object, Bucket=self._bucket, Key=self._key, Body=body.encode(),
                            ContentType="application/json", **cond)
-            return str(r["ETag"]), first
+            return str(r["ETag"]), first, None
         except ClientError:  # the condition failed (anything else was retried or became _Unanswered)
             got = self._get(deadline)
             if got is not None and got.text == body:
-                return got.etag, first  # an earlier attempt went through and its answer was lost: ours
-            return None, first
+                return got.etag, first, got  # an earlier attempt went through and its answer was lost: ours
+            return None, first, got
 
     def _get(self, deadline: float) -> _Seen | None:
         """The lease object as it is now (holder, ETag, age by the server's clock); None if absent."""
@@ -267,7 +272,7 @@ def _client(endpoint: S3Endpoint, lease_seconds: int) -> Any:
     import boto3
     from botocore.config import Config
 
-    wait = max(1.0, min(10.0, lease_seconds / 6))
+    wait = max(2.0, min(10.0, lease_seconds / 6))
     cfg = Config(s3={"addressing_style": "path" if endpoint.path_style else "auto"}, retries={"max_attempts": 1, "mode": "standard"},
                  connect_timeout=wait, read_timeout=wait)
     return boto3.client("s3", endpoint_url=endpoint.url, region_name=endpoint.region, config=cfg)
