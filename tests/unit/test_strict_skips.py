@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.strict_skips import strict
+
 REPO = Path(__file__).resolve().parents[2]
 TESTS = '''
 import pytest
@@ -64,10 +68,12 @@ def test_strict_mode_fails_skips_for_missing_installs_only(tmp_path: Path) -> No
     assert "could not import 'lake_no_such_package_42'" in out and "the real CDC chain needs MariaDB" in out
 
 
-def test_without_strict_mode_they_all_skip(tmp_path: Path) -> None:
-    for value in (None, "0"):
-        code, out = _run(tmp_path, value)
-        assert code == 0 and re.search(r"1 passed, 5 skipped", out), out
+def test_without_strict_mode_they_all_skip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out = _run(tmp_path, None)
+    assert code == 0 and re.search(r"1 passed, 5 skipped", out), out
+    for value, on in (("0", False), ("", False), ("1", True), ("yes", True)):
+        monkeypatch.setenv("LAKE_STRICT_SKIPS", value)
+        assert strict() is on, value
 
 
 def test_make_test_turns_strict_mode_on() -> None:
