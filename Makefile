@@ -10,19 +10,21 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 install: $(STAMP) jars chromium mariadb
 
 # Headless Chromium renders `lake report` in the report test (Debian's package). Installed when
-# missing and running as root; otherwise that test skips and says why.
+# missing and running as root; otherwise that test fails under `make test` and skips under plain
+# pytest, saying why (LAKE_STRICT_SKIPS).
 chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; \
-	  else echo "note: chromium is missing (apt-get install -y chromium as root); the report test will skip"; fi; }
+	  else echo "note: chromium is missing (apt-get install -y chromium as root); the report test fails under make test"; fi; }
 
 # MariaDB (Debian's package) is the real database of the CDC chain test and `make demo-cdc`.
-# Installed when missing and running as root; otherwise that test skips and says why. Only the
+# Installed when missing and running as root; otherwise that test fails under `make test` and
+# skips under plain pytest, saying why (LAKE_STRICT_SKIPS). Only the
 # binaries are used: lake starts its own server on a loopback port, never the system service.
 mariadb:
 	@command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server; }; \
-	  else echo "note: mariadb-server is missing (apt-get install -y mariadb-server as root); the CDC chain test will skip"; fi; }
+	  else echo "note: mariadb-server is missing (apt-get install -y mariadb-server as root); the CDC chain test fails under make test"; fi; }
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required: apt-get install -y openjdk-17-jre-headless"; exit 1; }

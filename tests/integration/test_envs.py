@@ -123,8 +123,9 @@ def test_build_in_an_environment_diff_promote_drop(tmp_path: Path, spark: Any) -
 
 def test_a_pin_production_cleaned_is_moved_to_its_latest_commit_and_said(tmp_path: Path, spark: Any) -> None:
     """With `hoodie.clean.commits.retained: 1`, two production commits take the cleaner past the
-    environment's pin, which can then no longer be read. The next build in the environment moves
-    the pin to production's latest commit, says so, and builds from there; `lake diff` works."""
+    environment's pin, which can then no longer be read. A build of a changed model there moves
+    the pin to production's latest commit, says so, and builds from there; a read racing the
+    cleaner and a diff of a model that has no table there are errors that say what to do."""
     from framework.envs import layout as envs
 
     lp = LakeProject(tmp_path, ODS, lake_extra='hudi: {hoodie.clean.commits.retained: "1"}\n').add_models({"dwd/vip.sql": VIP.format(t=10)})
@@ -142,11 +143,18 @@ def test_a_pin_production_cleaned_is_moved_to_its_latest_commit_and_said(tmp_pat
     with pytest.raises(LakeError, match=f"ods.users can no longer be read as of {pin}: Hudi's cleaner"):
         TableReader(spark, lp.layout).snapshot("ods.users", as_of=pin).collect()  # what a read racing the cleaner meets
 
-    out = _cli(lp, "build", "--env", "dev", "dwd.vip", "--incremental")
-    assert f"production's ods.users was cleaned past the environment's pin {pin}" in out.output.replace("\n", " ")
-    assert f"re-pinned to its latest commit {latest}" in out.output.replace("\n", " ")
+    (lp.root / "layers" / "dwd" / "vip.sql").write_text(VIP.format(t=8))  # a change to try in the environment
+    out = _cli(lp, "build", "--env", "dev", "dwd.vip", "--incremental").output.replace("\n", " ")
+    assert f"production's ods.users was cleaned past the environment's pin {pin}" in out, out
+    assert f"re-pinned to its latest commit {latest}" in out, out
     assert envs.load_state(lp.project.warehouse, "dev").pins == {"ods.users": latest}  # type: ignore[union-attr]
-    assert _rows(spark, lp, lp.root / "warehouse" / "_env" / "dev" / "dwd" / "vip") == _oracle(users, 10, best=False)["dwd.vip"]
-    _cli(lp, "build", "dwd.vip")
-    d = json.loads(_cli(lp, "diff", "dwd.vip", "--env", "dev", "--json").stdout)
-    assert (d["added"], d["removed"], d["changed"], d["unchanged"]) == (0, 0, 0, 3), d
+    assert _rows(spark, lp, lp.root / "warehouse" / "_env" / "dev" / "dwd" / "vip") == _oracle(users, 8, best=False)["dwd.vip"]
+
+    # A change whose build in the environment fails leaves no table there: diff says so.
+    lp.add_models({"dwd/other.sql": "select id, city from ods.users"})
+    _cli(lp, "build", "dwd.other")
+    (lp.root / "layers" / "dwd" / "other.sql").write_text("select id, no_such_column from ods.users")
+    failed = CliRunner().invoke(main, ["--project", str(lp.root), "build", "--env", "dev", "dwd.other"])
+    assert failed.exit_code == 1, failed.output
+    d = CliRunner().invoke(main, ["--project", str(lp.root), "diff", "dwd.other", "--env", "dev"])
+    assert d.exit_code == 1 and "dwd.other has no table in environment dev yet" in d.output and "Internal error" not in d.output, d.output
