@@ -145,7 +145,7 @@ def render(model: type[BaseModel], title: str, skip: frozenset[str] = frozenset(
         heading = f"{title} (top level)" if not s.path else s.title
         out += [f"### {heading} {{#{s.anchor}}}", ""]
         intro = first_paragraph(s.model)
-        if intro and s.model.__doc__ != BaseModel.__doc__:
+        if intro and s.model.__doc__ != BaseModel.__doc__ and intro.strip("`.") != title:
             out += [intro, ""]
         out += ["| key | type | default | description |", "|---|---|---|---|"]
         for name, f in ordered_fields(s.model):
