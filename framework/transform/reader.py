@@ -26,14 +26,13 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from framework.errors import LakeError
 from framework.ods.decode import decimal_from_bytes
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
 from framework.table import hudi
 from framework.table.columns import live, visible_columns
 
-# Hudi's refusal of a time travel before the earliest retained commit (HoodieTimeTravelException).
+# Hudi's refusal, when a query runs, of a time travel to before the earliest retained commit.
 CLEANED = "Cleaner cleaned up the timestamp of interest"
 
 
@@ -65,18 +64,9 @@ class TableReader:
 
     def raw(self, name: str, as_of: str | None = None) -> DataFrame:
         r = self.spark.read.format("hudi")
-        if not as_of:
-            return r.load(str(self.path(name)))
-        try:
-            return r.option("as.of.instant", as_of).load(str(self.path(name)))
-        except Exception as e:
-            if CLEANED not in str(e):
-                raise
-            pinned = self.layout.pinned(name) == as_of
-            raise LakeError(f"{name} can no longer be read as of {as_of}: Hudi's cleaner has removed the files of that "
-                            "instant (a table keeps those of its last `hoodie.clean.commits.retained` commits)",
-                            fix=("run the build again: it moves the environment's pin to production's latest commit"
-                                 if pinned else "run the command again: it plans from the table's current timeline")) from None
+        if as_of:
+            r = r.option("as.of.instant", as_of)
+        return r.load(str(self.path(name)))
 
     def snapshot(self, name: str, as_of: str | None = None) -> DataFrame:
         """Live rows, visible columns, as of a completion time (None: latest)."""
