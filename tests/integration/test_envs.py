@@ -148,7 +148,7 @@ def test_a_pin_production_cleaned_is_moved_to_its_latest_commit_and_said(tmp_pat
     assert failed.mode == "failed" and "cleaner removed the files of the instant this build reads" in failed.reason, failed
 
     (lp.root / "layers" / "dwd" / "vip.sql").write_text(VIP.format(t=8))  # a change to try in the environment
-    out = _cli(lp, "build", "--env", "dev", "dwd.vip", "--incremental").output.replace("\n", " ")
+    out = " ".join(_cli(lp, "build", "--env", "dev", "dwd.vip", "--incremental").output.split())  # unwrapped
     assert f"production's ods.users was cleaned past the environment's pin {pin}" in out, out
     assert f"re-pinned to its latest commit {latest}" in out, out
     assert envs.load_state(lp.project.warehouse, "dev").pins == {"ods.users": latest}  # type: ignore[union-attr]
