@@ -18,6 +18,7 @@ from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_loc
 from models.docs import split_column_docs
 from models.freshness import FreshnessConfig
 from models.layout import TableLayout
+from models.ops import AlertsConfig, LineageConfig, MetricsConfig
 from models.quality import CheckSpec
 from models.schedule import ScheduleConfig
 from models.unit_test import UnitTest
@@ -185,6 +186,10 @@ class LakeConfig(StrictModel):
     # Extra Hudi write options applied to every table this project writes (after ours).
     hudi: dict[str, str] = Field(default_factory=dict)
     schedules: list[ScheduleConfig] = Field(default_factory=list)
+    # Running unattended (models/ops.py, framework/observe/): alert targets, Prometheus, OpenLineage.
+    alerts: AlertsConfig | None = None
+    metrics: MetricsConfig | None = None
+    lineage: LineageConfig | None = None
 
     @field_validator("hudi")
     @classmethod

@@ -25,6 +25,15 @@ class ScheduleConfig(StrictModel):
     incremental: bool = False
     lock_timeout: float | None = Field(default=None, ge=0)  # --lock-timeout of the command
     misfire_grace_seconds: int = Field(default=300, ge=1)  # a run this late still starts
+    # Fire times missed while no `lake schedule` was running (Airflow's `catchup`): `latest` runs
+    # the schedule once for them at start (Airflow's catchup=False), `all` once per missed time
+    # (catchup=True), `none` skips them. Either way the scheduler says which.
+    catchup: Literal["latest", "all", "none"] = "latest"
+
+    @field_validator("catchup", mode="before")
+    @classmethod
+    def _airflow_bool(cls, v: object) -> object:
+        return {True: "all", False: "latest"}.get(v, v) if isinstance(v, bool) else v
 
     @field_validator("name")
     @classmethod

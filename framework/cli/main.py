@@ -21,7 +21,7 @@ from framework.cli.freshness import freshness, print_freshness
 from framework.cli.modeltest import test_cmd
 from framework.cli.runs import runs as runs_group
 from framework.cli.schedule import schedule as schedule_cmd
-from framework.cli.support import LOCK_TIMEOUT, Ctx, handle_errors, say, stale
+from framework.cli.support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
 
@@ -280,7 +280,8 @@ def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str
 
     records = run_run(project=project, selection=chosen, cycles=cycles if continuous else 1, trigger_seconds=secs,
                       lock_timeout=lock_timeout, argv=sys.argv[1:], on_cycle=show,
-                      on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console), on_stale=stale)
+                      on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console), on_stale=stale,
+                      say=lambda text: say(err_console, text), continuous=continuous)
     if any(r.status == "failed" for r in records[-1:]):
         sys.exit(1)
 

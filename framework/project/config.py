@@ -42,6 +42,9 @@ class Project:
     ods_tables: tuple[OdsTable, ...]
     ods_files: dict[str, str] = field(default_factory=dict)  # ods table name -> declaring file
     target: str | None = None  # the `targets:` entry applied to lake.yaml (framework/project/targets.py)
+    # Values `${VAR}` put into lake.yaml and the ODS YAML (value -> variable name): secrets maybe,
+    # never to be shown in alerts or records (framework/observe/redact.py).
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def warehouse(self) -> Location:
@@ -165,15 +168,16 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
     return err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[2] or err["msg"].removeprefix("Value error, ")
 
 
-def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[ConfigIssue]]:
+def load_model(path: Path, model: type[M], rel: str, secrets: dict[str, str] | None = None) -> tuple[M | None, list[ConfigIssue]]:
     """Parse one YAML file into `model` (`${VAR}` expanded), returning issues instead of raising."""
-    found, issues, _ = load_document(path, model, rel)
+    found, issues, _ = load_document(path, model, rel, secrets=secrets)
     return found, issues
 
 
-def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False,
-                  request: Request | None = None) -> tuple[M | None, list[ConfigIssue], str | None]:
-    """load_model, and with `targets` (lake.yaml) the chosen target applied: its name is returned."""
+def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False, request: Request | None = None,
+                  secrets: dict[str, str] | None = None) -> tuple[M | None, list[ConfigIssue], str | None]:
+    """load_model, and with `targets` (lake.yaml) the chosen target applied: its name is returned.
+    `secrets` receives the values `${VAR}` expanded (value -> variable name)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -187,6 +191,8 @@ def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False
         return None, [ConfigIssue(rel, line, "(yaml)", f"not valid YAML: {problem}", "fix the YAML syntax at that line (indentation, a missing ':' or quote)")], None
     if doc.issues:
         return None, doc.issues, None
+    if secrets is not None:
+        secrets.update(doc.secrets)
     data, node = doc.data, doc.node
     if data is None:
         data = {}
@@ -299,7 +305,8 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
         raise ConfigError(
             [ConfigIssue(str(cfg_path), None, "(file)", "no lake.yaml here", f"run `lake init {root}` or pass --project DIR")]
         )
-    cfg, found, chosen = load_document(cfg_path, LakeConfig, "lake.yaml", targets=True, request=requested(target))
+    secrets: dict[str, str] = {}
+    cfg, found, chosen = load_document(cfg_path, LakeConfig, "lake.yaml", targets=True, request=requested(target), secrets=secrets)
     issues += found
     tables: list[OdsTable] = []
     files: dict[str, str] = {}
@@ -307,7 +314,7 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
     ods_dir = root / "layers" / "ods"
     for path in sorted(ods_dir.glob("*.y*ml")) if ods_dir.is_dir() else []:
         rel = str(path.relative_to(root))
-        parsed, found = load_model(path, OdsFile, rel)
+        parsed, found = load_model(path, OdsFile, rel, secrets)
         issues += found
         if parsed is None:
             continue
@@ -327,4 +334,4 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
     if issues:
         raise ConfigError(issues)
     assert cfg is not None
-    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files, target=chosen)
+    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files, target=chosen, secrets=secrets)

@@ -45,6 +45,10 @@ class LockHeldError(LakeError):
     """Another process holds a lock this command needs."""
 
 
+class LockLostError(LakeError):
+    """This process no longer holds a lock it took: it stops before its next commit (DESIGN §10)."""
+
+
 def table_lock(table: str) -> str:
     """Lock name of a table lake writes (an ODS table or a model): one writer at a time."""
     return f"table-{table}"
@@ -60,6 +64,11 @@ class Lock(Protocol):
     where: str  # the lock's file or object, for messages
     on_death: str  # what happens to the lock when its holder dies
     stale: LockHolder | None
+
+    @property
+    def lost(self) -> bool:
+        """Taken over (or its file replaced) while this process held it."""
+        ...
 
     def holder(self) -> LockHolder | None: ...
     def try_acquire(self, command: str) -> bool: ...
@@ -109,6 +118,17 @@ class FileLock:
         os.fsync(fd)
         self._fd = fd
         return True
+
+    @property
+    def lost(self) -> bool:
+        """The lock file was deleted or replaced while held: a flock on the old inode keeps
+        nobody else out any more."""
+        if self._fd is None:
+            return False
+        try:
+            return os.stat(self.path).st_ino != os.fstat(self._fd).st_ino
+        except FileNotFoundError:
+            return True
 
     def release(self) -> None:
         if self._fd is None:
@@ -173,12 +193,34 @@ def hold(
                     raise _held_error(lock, timeout)
                 time.sleep(_POLL_SECONDS)
             taken.append(lock)
+            _HELD.append(lock)
             if lock.stale is not None and on_stale is not None:
                 on_stale(lock.name, lock.stale)
         yield taken
     finally:
         for lock in reversed(taken):
+            with contextlib.suppress(ValueError):
+                _HELD.remove(lock)
             lock.release()
+
+
+# The locks this process holds (every `hold` in it): a commit checks them first (assert_held).
+_HELD: list[Lock] = []
+
+
+def assert_held() -> None:
+    """Raise LockLostError when a lock this process holds was lost (an S3 lease taken over after
+    this process failed to renew it for a whole lease, a lock file deleted or replaced): the
+    process must not commit, another writer may be at work (DESIGN §10). Hudi writes call this."""
+    for lock in list(_HELD):
+        if lock.lost:
+            raise LockLostError(
+                f"lost the lock {lock.name} ({lock.where}) while holding it: another process may be writing the same "
+                "tables, so this one stops before committing",
+                fix=("nothing was committed after the loss; rerun the command once the other writer is done (`lake runs` "
+                     "shows it). A lease is lost when its holder stalls for a whole `locks.lease_seconds` (long GC pauses, "
+                     "a suspended VM): raise it in lake.yaml if that happens"),
+            )
 
 
 def _held_error(lock: Lock, timeout: float) -> LockHeldError:
