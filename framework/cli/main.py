@@ -26,7 +26,16 @@ from framework.commands.common import parse_seconds
 from framework.errors import LakeError
 
 
+def _version(ctx: click.Context) -> None:
+    from framework.cli.retry import version_text
+
+    click.echo(version_text())
+    ctx.exit()
+
+
 @click.group()
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, _p, v: _version(ctx) if v else None,
+              help="Print lake's version (and its PySpark, Hudi and Python), then exit.")
 @click.option("--project", "project_dir", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Project directory (with lake.yaml).")
 @click.option("--target", default=None, metavar="NAME", help="Apply this entry of lake.yaml's `targets:` (default: $LAKE_TARGET, else `default_target:`).")
 @click.option("--debug", is_flag=True, help="Show stack traces.")
@@ -366,6 +375,10 @@ main.add_command(compact_cmd)
 from framework.cli.dead_letter import dead_letter  # noqa: E402 - its own module: this one is at its size limit
 
 main.add_command(dead_letter)
+
+from framework.cli.retry import retry  # noqa: E402
+
+main.add_command(retry)
 
 if __name__ == "__main__":
     main()

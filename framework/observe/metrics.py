@@ -49,6 +49,8 @@ class Metrics:
                               registry=r)
         self.ckpt_lag = Gauge("lake_checkpoint_lag_commits", "Upstream commits a model's checkpoint has not consumed yet.",
                               ["model", "upstream"], registry=r)
+        self.schedule_runs = Counter("lake_schedule_runs", "Runs `lake schedule` started or did not, by schedule and result "
+                                     "(ok, failed, skipped: the previous still going, missed, caught_up).", ["schedule", "result"], registry=r)
         self._lock = threading.Lock()
 
     def observe(self, rec: RunRecord) -> None:

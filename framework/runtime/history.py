@@ -89,6 +89,15 @@ def runs(layout: Layout, last: int | None = None) -> list[RunRecord]:
     return [_settle(RunRecord.model_validate_json(layout.fs.read_text(f))) for f in files]
 
 
+def latest(layout: Layout, wanted: Callable[[RunRecord], bool]) -> RunRecord | None:
+    """The newest run record `wanted` accepts (read newest first, stopping at the first)."""
+    for f in reversed(_files(layout)):
+        rec = _settle(RunRecord.model_validate_json(layout.fs.read_text(f)))
+        if wanted(rec):
+            return rec
+    return None
+
+
 def get(layout: Layout, run_id: str) -> RunRecord:
     matches = [p for p in _files(layout) if p.name.startswith(run_id)]
     if len(matches) != 1:
