@@ -62,7 +62,8 @@ class AlertsConfig(StrictModel):
     """`alerts:`: where incidents go, and which."""
 
     targets: list[AlertTarget] = Field(min_length=1)
-    on: list[AlertEvent] = Field(default_factory=lambda: list(ALERT_EVENTS), description="Events that alert (default: all).")
+    # (Not `on:`: YAML 1.1, which PyYAML reads, takes the key `on` for the boolean true.)
+    events: list[AlertEvent] = Field(default_factory=lambda: list(ALERT_EVENTS), description="Events that alert (default: all).")
     # A run that sends more than this many events of one table to the dead letter opens an incident.
     dead_letter_threshold: int = Field(default=0, ge=0)
 

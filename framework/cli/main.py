@@ -261,7 +261,8 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
 
 @main.command("run")
 @click.argument("selectors", nargs=-1)
-@click.option("--continuous", is_flag=True, help="Repeat every --trigger until Ctrl-C / SIGTERM (the cycle in flight finishes).")
+@click.option("--once", "mode", flag_value="once", default=True, help="One cycle, then exit (the default).")
+@click.option("--continuous", "mode", flag_value="continuous", help="Repeat every --trigger until Ctrl-C / SIGTERM (the cycle in flight finishes).")
 @click.option("--trigger", default=None, help="Cycle interval for --continuous, e.g. 10s (default ods.trigger_seconds).")
 @click.option("--exclude", multiple=True, help="Selectors to leave out.")
 @click.option("--cycles", type=int, default=None, help="Stop after N cycles (with --continuous).")
@@ -269,10 +270,12 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str | None, exclude: tuple[str, ...],
+def run_cmd(obj: Ctx, selectors: tuple[str, ...], mode: str, trigger: str | None, exclude: tuple[str, ...],
             cycles: int | None, as_json: bool, lock_timeout: float) -> None:
     """Ingest, then build incrementally the selected models the new events reach."""
     from framework.ops.run import run_run
+
+    continuous = mode == "continuous"
     from framework.runtime import terminal as report
     from framework.transform.runner import selection
 

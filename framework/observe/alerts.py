@@ -66,7 +66,7 @@ def process(project: Project, cfg: AlertsConfig, rec: RunRecord, redactor: Redac
         for key, inc in list(state.open.items()):
             if key not in keys and resolves(rec, inc, cfg):
                 del state.open[key]
-                if "recovered" in cfg.on:
+                if "recovered" in cfg.events:
                     outbox.append((inc, "resolved"))
             else:
                 outbox.append((inc, "firing"))

@@ -80,7 +80,7 @@ def _failure(rec: RunRecord) -> Problem | None:
 
 
 def problems(rec: RunRecord, cfg: AlertsConfig) -> list[Problem]:
-    """Every problem the finished run shows, of the events `cfg.on` alerts on."""
+    """Every problem the finished run shows, of the events `cfg.events` alerts on."""
     found = [p for r in rec.models if (p := _model(r, rec.run_id))]
     found += _ingest(rec, cfg.dead_letter_threshold)
     for f in rec.sources.values():
@@ -93,7 +93,7 @@ def problems(rec: RunRecord, cfg: AlertsConfig) -> list[Problem]:
     if failure is not None:
         found.append(failure)
     seen: set[str] = set()
-    return [p for p in found if p.event in cfg.on and not (p.key in seen or seen.add(p.key))]  # type: ignore[func-returns-value]
+    return [p for p in found if p.event in cfg.events and not (p.key in seen or seen.add(p.key))]  # type: ignore[func-returns-value]
 
 
 def resolves(rec: RunRecord, inc: Incident, cfg: AlertsConfig) -> bool:

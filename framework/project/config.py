@@ -164,7 +164,8 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
     if kind.startswith(("int_", "float_", "bool_", "string_")):
         return f"give `{name}` a value of the right type ({err['msg'].lower()})"
     if kind == "union_tag_invalid":
-        return f"set `kind:` to one of {err.get('ctx', {}).get('expected_tags', '')}"
+        tag = str(err.get("ctx", {}).get("discriminator", "'kind'")).strip("'")
+        return f"set `{tag}:` to one of {err.get('ctx', {}).get('expected_tags', '')}"
     return err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[2] or err["msg"].removeprefix("Value error, ")
 
 
@@ -210,11 +211,16 @@ def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False
         return None, [redact(_issue(err, node, rel, model), doc.secrets) for err in errors], None
 
 
+# Tags of discriminated unions (source kind, alert target kind, lineage transport type): pydantic
+# puts them in error locations, the YAML has no such key.
+_TAGS = ("files", "kafka", "webhook", "command", "http", "file")
+
+
 def _issue(err: dict[str, Any], node: yaml.Node | None, rel: str, model: type[BaseModel]) -> ConfigIssue:
     """One pydantic-style error as file, line, field, problem and fix."""
     loc = tuple(err["loc"])
     # Drop pydantic's discriminator tag from locations such as ('ods','source','files','path').
-    loc = tuple(p for p in loc if p not in ("files", "kafka") or p == loc[-1])
+    loc = tuple(p for i, p in enumerate(loc) if p not in _TAGS or i == len(loc) - 1)
     target = _key_node(node, loc) if err["type"] in ("extra_forbidden", "lake_check") else _node_at(node, loc)
     line = target.start_mark.line + 1 if target is not None else None
     dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
