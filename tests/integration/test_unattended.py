@@ -158,7 +158,7 @@ def test_continuous_run_alerts_once_per_incident_recovers_serves_metrics_and_emi
         fields = out["facets"]["columnLineage"]["fields"]
         assert [(i["field"], i["transformations"][0]["subtype"]) for i in fields["city"]["inputFields"]] == [("city", "IDENTITY")]
         assert [(i["field"], i["transformations"][0]["type"]) for i in fields["n"]["inputFields"]] == [("city", "INDIRECT")]
-        ingest = [e for e in events if e["job"]["name"] == "run" and e["eventType"] == "COMPLETE"]
+        ingest = [e for e in events if e["job"]["name"] == "run" and e["eventType"] in ("COMPLETE", "FAIL")]
         rows = [o["outputFacets"]["outputStatistics"]["rowCount"] for e in ingest for o in e["outputs"]]
         assert sum(rows) == 3 and all(o["name"].endswith("/wh/ods/users") for e in ingest for o in e["outputs"])
 
