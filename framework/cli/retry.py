@@ -43,8 +43,7 @@ def retry(ctx: click.Context, as_json: bool, lock_timeout: float) -> None:
     todo = plan_retry(project)
     say(obj.console, todo.text)
     if todo.argv:  # the whole command again, with this process's global options
-        from framework.cli.main import main
-
+        main = ctx.find_root().command
         options = ["--project", str(obj.project_dir), *(["--target", obj.target] if obj.target else []),
                    *(["--debug"] if obj.debug else []), *(["--quiet"] if obj.quiet else [])]
         main.main(args=[*options, *todo.argv], standalone_mode=False)
