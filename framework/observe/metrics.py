@@ -82,7 +82,8 @@ class Metrics:
         for b in rec.ingest.batches:
             if b.finished_at is not None:
                 self.batch_seconds.observe((b.finished_at - b.started_at).total_seconds())
-            for name, t in b.tables.items():
+            for t in b.tables.values():
+                name = t.table  # the qualified name (ods.users); the batch keys its tables by their short name
                 self.events.labels(name).inc(t.events)
                 self.rows.labels(name, "upsert").inc(t.upserts)
                 self.rows.labels(name, "delete").inc(t.deletes)
