@@ -168,7 +168,8 @@ class LineageEmitter:
         else:
             server = src.bootstrap_servers.split(",")[0].strip()
             ins = [InputDataset(namespace=f"kafka://{server}", name=t) for t in (src.topics or [src.topic_pattern or ""])]
-        outs = [self._table(name, t.upserts + t.deletes) for name, t in sorted(rec.ingest.totals().items())
+        # `totals()` is keyed by the short table name; each result carries the qualified one (ods.users).
+        outs = [self._table(t.table, t.upserts + t.deletes) for _name, t in sorted(rec.ingest.totals().items())
                 if t.status in ("ok", "already_committed")]
         return ins, outs
 
