@@ -45,7 +45,7 @@ def _ingest(rec: RunRecord, threshold: int) -> list[Problem]:
     out: list[Problem] = []
     if rec.ingest is None:
         return out
-    totals = rec.ingest.totals()
+    totals = {t.table: t for t in rec.ingest.totals().values()}  # by qualified name (ods.users)
     for name, t in sorted(totals.items()):
         if t.status == "blocked":
             reason, fix = split_fix(None, t.reason or "an error check blocked the commit")
@@ -101,7 +101,7 @@ def resolves(rec: RunRecord, inc: Incident, cfg: AlertsConfig) -> bool:
     subject: a run that did not build the model or ingest the table says nothing about it)."""
     ev, subject = inc.event, inc.subject
     models = {r.model: r for r in rec.models}
-    totals = rec.ingest.totals() if rec.ingest is not None else {}
+    totals = {t.table: t for t in rec.ingest.totals().values()} if rec.ingest is not None else {}
     if ev in ("build_failed", "gate_blocked") and subject in models:
         return models[subject].mode not in ("failed", "skipped")
     if ev == "gate_blocked" and subject in totals:
