@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install chromium mariadb jars demo demo-kafka demo-cdc kafka-broker test unit lint docs bench clean
+.PHONY: install chromium mariadb jars demo demo-kafka demo-cdc kafka-broker submit-archive test unit lint docs bench clean
 
 install: $(STAMP) jars chromium mariadb
 
@@ -54,6 +54,12 @@ demo-cdc: install
 kafka-broker: install
 	$(PY) -m framework.demo.broker out/kafka
 
+# lake and its Python dependencies (not PySpark: the platform's) as dist/lake-venv.tar.gz, and
+# dist/lake_submit.py, for spark-submit / EMR (docs/guides/spark-submit.md). Built in build/submit-venv
+# (kept: dependencies are reinstalled only when pyproject.toml's list changes).
+submit-archive: install
+	$(PY) -m framework.ops.archive --out dist --venv build/submit-venv
+
 # LAKE_STRICT_SKIPS=1: a test that would skip for a missing install (MariaDB, Chromium, hudi-rs)
 # fails instead, so CI never passes with a broken install (tests/strict_skips.py).
 test: install
@@ -77,4 +83,4 @@ bench: install
 	$(PY) benchmarks/goals.py --out BENCHMARKS.md
 
 clean:
-	rm -rf warehouse cdc out/demo out/kafka-demo spark-warehouse metastore_db derby.log
+	rm -rf warehouse cdc out/demo out/kafka-demo spark-warehouse metastore_db derby.log dist build/submit-venv

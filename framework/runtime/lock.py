@@ -51,8 +51,9 @@ class LockHeldError(LakeError):
     """Another process holds a lock this command needs."""
 
 
-class LeaseLostError(LakeError):
-    """This process can no longer prove it holds a lock it took (an S3 lease lost or expiring)."""
+class LockLostError(LakeError):
+    """This process can no longer prove it holds a lock it took (an S3 lease lost or expiring, a lock
+    file deleted or replaced): it stops before its next commit (DESIGN §10)."""
 
 
 def table_lock(table: str) -> str:
@@ -127,7 +128,15 @@ class FileLock:
         return True
 
     def problem(self) -> str | None:
-        return None  # the kernel keeps a flock until the process exits
+        """The kernel keeps a flock until the process exits, but a lock file deleted or replaced
+        while held keeps nobody else out any more."""
+        if self._fd is None:
+            return None
+        try:
+            same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+        except FileNotFoundError:
+            same = False
+        return None if same else "its lock file was deleted or replaced while held"
 
     def release(self) -> None:
         if self._fd is None:
@@ -208,20 +217,20 @@ _held: list[Lock] = []  # every lock this process holds now (any thread: Spark r
 _guard = threading.Lock()
 
 
-def assert_held(what: str) -> None:
+def assert_held(what: str = "the next commit") -> None:
     """Stop `what` (a commit about to happen) unless this process still safely holds every lock it
     took: a lease lost, its renewal stopped, or less than a third of it left raises. Call it just
     before anything that commits; with no lock held (or locks off) it does nothing.
 
     Raises:
-        LeaseLostError: names the lock, why, and what to do.
+        LockLostError: names the lock, why, and what to do.
     """
     with _guard:
         held = list(_held)
     for lock in held:
         why = lock.problem()
         if why is not None:
-            raise LeaseLostError(
+            raise LockLostError(
                 f"{what} was stopped before committing: this process no longer safely holds the lock {lock.name} "
                 f"({lock.where}): {why}",
                 fix="nothing of this step was committed, and what committed before is consistent: run the command again "

@@ -213,7 +213,7 @@ def test_a_writer_that_lost_its_lease_commits_nothing_and_the_next_run_takes_the
     and a plain Hudi write are refused before committing, with an error naming the lock; the
     next run, holding the lease again, ingests the batch."""
     from framework.runtime.location import Location
-    from framework.runtime.lock import LeaseLostError, hold
+    from framework.runtime.lock import LockLostError, hold
     from framework.table import hudi
     from models.config import LockSettings
     from tests.fault_proxy import fault_proxy
@@ -234,11 +234,11 @@ def test_a_writer_that_lost_its_lease_commits_nothing_and_the_next_run_takes_the
         try:
             assert other.stdout is not None
             assert [other.stdout.readline().split()[0] for _ in range(2)] == ["stale", "held"]
-            with pytest.raises(LeaseLostError) as e:
+            with pytest.raises(LockLostError) as e:
                 lp.ingest(spark)
             assert "no longer safely holds the lock table-ods.user" in str(e.value) and "run the command again" in (e.value.fix or "")
             df = spark.createDataFrame([(1, "x")], "id int, v string")
-            with pytest.raises(LeaseLostError):
+            with pytest.raises(LockLostError):
                 hudi.write(df, tmp_path / "t", hudi.write_options(name="t", key=["id"], ordering=None, partition=None), {})
             assert not hudi.table_exists(tmp_path / "t") and hudi.completed_instants(spark, users) == []
             assert _holder_of(s3_server, bucket)["pid"] == other.pid
