@@ -26,11 +26,11 @@ class WebhookTarget(StrictModel):
     """POST one JSON document per alert to `url` (`format: slack`: Slack's incoming-webhook form,
     `{"text": ..., "blocks": [...]}`, which Mattermost and Teams' Slack-compatible hooks take too)."""
 
-    kind: Literal["webhook"]
+    kind: Literal["webhook"] = Field(description="`webhook`: POST one JSON document per alert.")
     url: str = Field(description="Where to POST; put a token in it with ${VAR}, never inline.")
-    format: Literal["json", "slack"] = "json"
+    format: Literal["json", "slack"] = Field(default="json", description="`json` (lake's alert document) or `slack` (Slack's incoming-webhook form).")
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers, e.g. Authorization: 'Bearer ${TOKEN}'.")
-    timeout_seconds: float = Field(default=10, gt=0)
+    timeout_seconds: float = Field(default=10, gt=0, description="How long one POST may take; a target that does not answer is recorded, the run goes on.")
 
     @field_validator("url")
     @classmethod
@@ -42,9 +42,9 @@ class CommandTarget(StrictModel):
     """Run a command per alert: the alert's JSON on its standard input, and LAKE_ALERT_EVENT,
     LAKE_ALERT_SUBJECT, LAKE_ALERT_RUN, LAKE_ALERT_TEXT in its environment (no shell)."""
 
-    kind: Literal["command"]
+    kind: Literal["command"] = Field(description="`command`: run a program per alert, the alert's JSON on its standard input.")
     command: list[str] = Field(min_length=1, description="argv, e.g. [/usr/local/bin/page-oncall, --team, data]")
-    timeout_seconds: float = Field(default=30, gt=0)
+    timeout_seconds: float = Field(default=30, gt=0, description="How long the command may run before it is killed.")
 
     @field_validator("command", mode="before")
     @classmethod
@@ -61,19 +61,19 @@ AlertTarget = Annotated[WebhookTarget | CommandTarget, Field(discriminator="kind
 class AlertsConfig(StrictModel):
     """`alerts:`: where incidents go, and which."""
 
-    targets: list[AlertTarget] = Field(min_length=1)
+    targets: list[AlertTarget] = Field(min_length=1, description="Where alerts go: webhooks and commands, each gets every alert.")
     # (Not `on:`: YAML 1.1, which PyYAML reads, takes the key `on` for the boolean true.)
     events: list[AlertEvent] = Field(default_factory=lambda: list(ALERT_EVENTS), description="Events that alert (default: all).")
-    # A run that sends more than this many events of one table to the dead letter opens an incident.
-    dead_letter_threshold: int = Field(default=0, ge=0)
+    dead_letter_threshold: int = Field(default=0, ge=0, description="A run that sends more than this many events of one table to the "
+                                       "dead letter opens an incident.")
 
 
 class MetricsConfig(StrictModel):
     """`metrics:`: a Prometheus endpoint served by `lake run --continuous` and `lake schedule`,
     and/or a node_exporter textfile those processes rewrite after every run."""
 
-    port: int | None = Field(default=None, ge=0, le=65535)  # 0: any free port (printed)
-    host: str = "0.0.0.0"
+    port: int | None = Field(default=None, ge=0, le=65535, description="Serve /metrics on this port (0: any free port, printed).")
+    host: str = Field(default="0.0.0.0", description="The address the metrics endpoint listens on.")
     textfile: str | None = Field(default=None, description="e.g. /var/lib/node_exporter/textfile/lake.prom (relative: to the project)")
 
     @model_validator(mode="after")
@@ -89,11 +89,11 @@ class MetricsConfig(StrictModel):
 class HttpLineage(StrictModel):
     """OpenLineage's HTTP transport (Marquez, DataHub, OpenMetadata, a collector)."""
 
-    type: Literal["http"]
-    url: str
-    endpoint: str = "api/v1/lineage"
+    type: Literal["http"] = Field(description="`http`: POST each event to `url` + `endpoint`.")
+    url: str = Field(description="The lineage server, e.g. http://marquez:5000.")
+    endpoint: str = Field(default="api/v1/lineage", description="The path events are POSTed to.")
     api_key: str | None = Field(default=None, description="Sent as a Bearer token; give it as ${VAR}.")
-    timeout_seconds: float = Field(default=5, gt=0)
+    timeout_seconds: float = Field(default=5, gt=0, description="How long one POST may take; a failure is recorded, the run goes on.")
 
     @field_validator("url")
     @classmethod
@@ -104,12 +104,12 @@ class HttpLineage(StrictModel):
 class FileLineage(StrictModel):
     """OpenLineage's file transport: one JSON event per line appended to `path`."""
 
-    type: Literal["file"]
+    type: Literal["file"] = Field(description="`file`: append each event as one JSON line to `path`.")
     path: str = Field(min_length=1, description="relative paths are from the project directory")
 
 
 class LineageConfig(StrictModel):
     """`lineage:`: OpenLineage run events (START, COMPLETE, FAIL) for every ingest and build."""
 
-    transport: Annotated[HttpLineage | FileLineage, Field(discriminator="type")]
+    transport: Annotated[HttpLineage | FileLineage, Field(discriminator="type", description="Where events go: `type: http` or `type: file`.")]
     namespace: str | None = Field(default=None, description="Job namespace (default: the project's name).")
