@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
@@ -28,6 +27,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from framework.errors import LakeError
 from framework.project.config import Project
 from framework.project.cron import cron_trigger
+from framework.runtime.signals import on_stop_signals
 from models.config import ScheduleConfig
 
 StepRunner = Callable[[ScheduleConfig], int]
@@ -178,8 +178,8 @@ def serve(scheduler: Scheduler, say: Say, on_second_signal: Callable[[], None]) 
     """Run until SIGTERM/SIGINT, then let running steps finish and return 0 (main thread only)."""
     stop = threading.Event()
 
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
+    def handle(sig: signal.Signals) -> None:
+        name = sig.name
         if stop.is_set():
             say(f"{name} again: asking the running steps to stop")
             on_second_signal()
@@ -187,8 +187,7 @@ def serve(scheduler: Scheduler, say: Say, on_second_signal: Callable[[], None]) 
         say(f"{name}: no new runs; waiting for the running ones to finish")
         stop.set()
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with on_stop_signals(handle):
         scheduler.start()
         for name, when in sorted(scheduler.next_runs().items()):
             say(f"{name}: next run {when:%Y-%m-%d %H:%M:%S %Z}" if when else f"{name}: no next run")
@@ -197,6 +196,3 @@ def serve(scheduler: Scheduler, say: Say, on_second_signal: Callable[[], None]) 
         scheduler.shutdown()
         say("stopped")
         return 0
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
