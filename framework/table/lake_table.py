@@ -123,7 +123,7 @@ class LakeTable:
         """Remove the remains of a creation that never completed (`.hoodie/` without a completed
         commit); True when there were some. Called by writers only, under the table's lock."""
         fs = storage_for(self.location)
-        if not fs.exists(self.location / ".hoodie") or timeline.completed(self.location):
+        if not fs.exists(self.location / ".hoodie") or timeline.ever_completed(self.location):
             return False
         what = "hoodie.properties but no completed commit" if timeline.properties(self.location) else "no hoodie.properties"
         log.warning("%s: %s holds a table whose creation never completed (%s); it holds no data: removed, the write goes on",

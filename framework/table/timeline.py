@@ -76,6 +76,16 @@ def completed(table: Location) -> list[Instant]:
     return sorted(out, key=lambda i: i.completed)
 
 
+_ANY_COMPLETED = re.compile(r"^\d+_\d+\.\w+$")
+
+
+def ever_completed(table: Location) -> bool:
+    """Whether any instant of the table ever completed (a commit of any action, a clean, a
+    rollback, or anything archived): a table of which this is false holds no data."""
+    fs = storage_for(table)
+    return any(_ANY_COMPLETED.match(loc.name) for loc in fs.children(_dir(table))) or bool(fs.children(_dir(table) / "history"))
+
+
 def instant_time(table: Location, text: str) -> datetime:
     """An instant time (`yyyyMMddHHmmssSSS`) as an aware datetime. Hudi writes them in the
     table's `hoodie.table.timeline.timezone`: UTC, or LOCAL (the default), the writer JVM's zone,
