@@ -66,11 +66,23 @@ def rewrite(ctx: BatchContext, t: OdsTable, st: TableState, changes: dict[str, t
     if any(c in t.key for c in casts) and tomb.committed():
         _stage(ctx, tomb, kinds.staged(tomb, staged / "tombstones"), casts, None)
     reason = f"{q} was rewritten: column {said}, which Hudi cannot change in place"
-    files = {str(loc)[len(str(staged)) + 1:]: size for loc, size in fs.files(staged)} if layout.root.is_object_store else None
-    fs.write_text(marker(layout, q), json.dumps({"table": q, "reason": reason, "files": files, "phase": "staged"}))
+    files = dirs = None
+    if layout.root.is_object_store:  # the manifest the swap copies against (see the module's doc)
+        files = {str(loc)[len(str(staged)) + 1:]: size for loc, size in fs.files(staged)}
+        dirs = [str(d)[len(str(staged)) + 1:] for part in PARTS for d in _folders(fs, staged / part / ".hoodie")]
+    fs.write_text(marker(layout, q), json.dumps({"table": q, "reason": reason, "files": files, "dirs": dirs, "phase": "staged"}))
     failpoint("after_rewrite_staged")
     recover(ctx.spark, layout, q)
     st.columns.update(casts)
+
+
+def _folders(fs: Storage, root: Location) -> list[Location]:
+    """The folders under a table's `.hoodie/` (Hudi's empty ones too: `.aux`, `timeline/history`)."""
+    out = []
+    for child in fs.children(root):
+        if fs.is_dir(child):
+            out += [child, *_folders(fs, child)]
+    return out
 
 
 def _stage(ctx: BatchContext, src: LakeTable, dst: LakeTable, casts: dict[str, str], record: OdsCommit | None) -> None:
@@ -136,6 +148,8 @@ def _swap_by_copy(fs: Storage, done: Location, m: dict[str, object], staged: Loc
                 fs.copy(staged / rel, target(rel))
                 failpoint("rewrite_copy")
         have = {str(loc): size for p in parts for loc, size in fs.files(dests[p])}
+        for rel in m.get("dirs") or []:  # type: ignore[attr-defined]
+            fs.mkdirs(target(str(rel)))
         short = [rel for rel, size in files.items() if have.get(str(target(rel))) != size]
         if short:
             raise LakeError(f"copying the rewrite of {dests['table']} left {len(short)} file(s) incomplete (e.g. {short[0]})",

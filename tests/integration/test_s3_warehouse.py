@@ -199,7 +199,7 @@ def test_a_rewrite_killed_while_it_swaps_on_s3_loses_nothing(tmp_path: Path, s3_
     for key in staged[: len(staged) // 2]:  # a delete of the staged copy interrupted half way
         s3_server.client().delete_object(Bucket=bucket, Key=key)
     _lake(tmp_path, "ingest", "--once")
-    assert s3_server.keys(bucket, "wh/_lake/staging/") == []
+    assert [k for k in s3_server.keys(bucket, "wh/_lake/staging/") if not k.endswith("/")] == []  # (S3A may keep folder markers)
     (row,) = json.loads(_lake(tmp_path, "sql", "select to_json(collect_list(struct(cast(code as string) as code, grp, "
                               "date_format(day, 'yyyy-MM-dd HH:mm:ss') as day))) as t from ods.c", "--format", "json").stdout)
 
