@@ -18,6 +18,7 @@ Its `LakeTable` knows
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -157,7 +158,7 @@ class LakeTable:
         """Every commit of the active timeline with its lake metadata, oldest first."""
         return timeline.commits(self.location)
 
-    def timeline(self, types_at: tuple[str, ...] | frozenset[str] | set[str] = ()) -> Timeline:
+    def timeline(self, types_at: Collection[str] = ()) -> Timeline:
         """What planning reads (timeline.read)."""
         return timeline.read(self.location, types_at)
 
