@@ -100,7 +100,6 @@ def test_kills_inside_every_kind_of_table_creation_then_the_next_run_goes_on(tmp
     chain = [
         ("creating_ods", lay.table("ods.c")),  # no hoodie.properties yet
         ("created_tombstones", lay.tombstones("ods.users")),  # hoodie.properties, no commit
-        ("created_ods", lay.table("ods.users")),
         ("created_hidden", lay.hidden("dws.by_city")),
         ("creating_model", lay.table("dws.by_city")),
     ]
