@@ -169,7 +169,8 @@ def test_a_rewrite_killed_while_it_swaps_on_s3_loses_nothing(tmp_path: Path, s3_
         warehouse: s3a://{bucket}/wh
         spark: {{master: 'local[2]', conf: {json.dumps(conf)}}}
         ods: {{source: {{kind: files, path: 's3a://{bucket}/cdc'}}}}
-        """))
+        locks: {{lease_seconds: 10}}
+        """))  # a killed run's lease expires within the next run's lock timeout
     (tmp_path / "layers" / "ods").mkdir(parents=True)
     (tmp_path / "layers" / "ods" / "tables.yaml").write_text("tables:\n  - {source: shop.c, key: [code]}\n")
     c = TypedTable("shop.c", "code", {"code": decimal(6, 2), "grp": STRING, "day": DATE})
