@@ -184,6 +184,12 @@ class LockHolder(BaseModel):
     host: str
     command: str
     since: datetime
+    # An S3 lease only (framework/runtime/lease.py): how long the holder's lease lasts after each
+    # renewal (contenders judge expiry by it, not by their own setting), the token of this holding
+    # (a holder recognises its own object by it) and how often it has been renewed.
+    lease_seconds: int | None = None
+    token: str | None = None
+    renewals: int | None = None
 
 
 class RebuildRecord(BaseModel):

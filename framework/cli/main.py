@@ -183,7 +183,8 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
     from framework.commands.env import run_env_build
 
     with live as bar:
-        run = functools.partial(run_env_build, env=env) if env else run_build
+        said = None if (obj.quiet or as_json) else (lambda note: say(obj.console, f"note: {note}"))  # else stderr
+        run = functools.partial(run_env_build, env=env, on_note=said) if env else run_build
         rec = run(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
                   on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale,
                   unit_tests=not skip_tests, rerun_tests=rerun_tests, on_tests=None if (obj.quiet or as_json) else lambda r: print_results(obj.console, r))

@@ -191,7 +191,7 @@ def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")], None
+        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see docs/reference/lake-yaml.md or docs/reference/ods-yaml.md for the expected keys")], None
     data, found = _parsed(data, model, ())
     try:
         return model.model_validate(data), [], doc.target
@@ -287,6 +287,15 @@ def _column_issues(rel: str, i: int, t: OdsTable) -> list[ConfigIssue]:
     if p and p.column in t.columns and normalize(t.columns[p.column]) in NOT_TIME_TYPES:
         out.append(ConfigIssue(rel, None, f"tables[{i}].partition_by.column", f"column {p.column!r} is declared {t.columns[p.column].upper()} in `columns:`, which has no time to partition by", "partition by a timestamp, date or text date column"))
     return out
+
+
+def unexpanded(project: Project) -> dict[str, Any]:
+    """The project's lake.yaml as written, its target applied but every `${VAR}` kept: what a copy
+    of its settings may contain (the values of those variables may be secrets)."""
+    path = project.root / "lake.yaml"
+    request = Request(project.target, "--target") if project.target else None
+    doc = read_yaml(path.read_text(encoding="utf-8"), "lake.yaml", targets=True, request=request, expand=False)
+    return dict(doc.data) if isinstance(doc.data, dict) else {}
 
 
 def load_project(root: Path | str, target: str | None = None) -> Project:
