@@ -29,12 +29,13 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from framework.ods.batch import OdsBatchWriter
-from framework.ods.commit import DEAD_LETTER_KEY, DEAD_LETTER_WAIT_SECONDS
+from framework.ods.commit import DEAD_LETTER_WAIT_SECONDS
 from framework.project.config import Project
 from framework.runtime.faults import failpoint
 from framework.runtime.lock import hold, table_lock
 from framework.runtime.paths import Layout
-from framework.table import hudi
+from framework.table import kinds
+from framework.table.lake_table import ProjectDefaults
 from models.config import OdsTable
 from models.records import DeadLetterGroup, DeadLetterSample, ReplayResult
 
@@ -48,11 +49,10 @@ def _journal(layout: Layout) -> Any:
 
 def _read(spark: SparkSession, layout: Layout, as_of: str | None = None) -> DataFrame | None:
     """The dead letter's rows (with the mark columns, NULL in rows written before them), or None."""
-    path = layout.dead_letter
-    if not hudi.table_exists(path) or not hudi.completed_instants(spark, path):
+    table = kinds.dead_letter(layout, ProjectDefaults())
+    if not table.committed():
         return None
-    r = spark.read.format("hudi")
-    df = (r.option("as.of.instant", as_of) if as_of else r).load(str(path))
+    df = table.read(spark, as_of)
     df = df.select(*[c for c in df.columns if not c.startswith("_hoodie_")])
     return df.select("*", *[F.lit(None).cast(t).alias(c) for c, t in MARKS.items() if c not in df.columns])
 
@@ -92,7 +92,7 @@ def replay(spark: SparkSession, project: Project, table: OdsTable | None, reason
     out = []
     if fs.exists(_journal(layout)):
         out.append(_run(spark, project, json.loads(fs.read_text(_journal(layout))), lock, run_id, resumed=True))
-    instants = hudi.completed_instants(spark, layout.dead_letter)
+    instants = kinds.dead_letter(layout, ProjectDefaults.of(project)).instants()
     if instants:
         j = {"id": uuid.uuid4().hex[:12], "as_of": instants[-1].completed, "source": table.source if table else None, "reason": reason,
              "started": datetime.now(timezone.utc).isoformat()}
@@ -162,8 +162,6 @@ def _write(spark: SparkSession, project: Project, rows: DataFrame, command: str)
     """Upsert into the dead letter, under its lock (ingests write it too, framework/ods/commit.py)."""
     layout = Layout(project.warehouse)
     cfg = project.config
-    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False,
-                              local=cfg.spark.master.startswith("local"), extra=cfg.hudi, catalog=cfg.catalog, sql_name="_lake.dead_letter")
     with hold(layout.locks, [table_lock("_lake.dead_letter")], timeout=DEAD_LETTER_WAIT_SECONDS, command=command,
               settings=cfg.locks, spark_conf=cfg.spark.conf):
-        hudi.write(rows, layout.dead_letter, opts, {})
+        kinds.dead_letter(layout, ProjectDefaults.of(project)).commit(rows)

@@ -8,7 +8,6 @@ the cycle the model's commit completed.
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from framework.runtime import history
 from framework.runtime.faults import failpoint
 from framework.runtime.history import settle_models
 from framework.runtime.paths import Layout
+from framework.runtime.signals import on_stop_signals, stopping
 from framework.transform.runner import Selection, behind, build, selection
 from models.records import Freshness, IngestSummary, ModelResult, RunRecord
 
@@ -100,12 +100,8 @@ def run_continuous(spark: SparkSession, project: Project, selectors: list[str], 
     an ingest error does (it is raised)."""
     stop = stop_event or threading.Event()
     observer = observer or Observer(project)  # one lineage client, and the metrics, for every cycle
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
     records: list[RunRecord] = []
-    try:
+    with on_stop_signals(stopping(stop)):
         while not stop.is_set():
             started = time.monotonic()
             rec = run_cycle(spark, project, selectors, exclude, args, on_result, loaded, observer)
@@ -115,7 +111,4 @@ def run_continuous(spark: SparkSession, project: Project, selectors: list[str], 
             if max_cycles is not None and len(records) >= max_cycles:
                 break
             stop.wait(max(0.0, trigger_seconds - (time.monotonic() - started)))
-    finally:
-        for sig, h in previous.items():
-            signal.signal(sig, h)
     return records

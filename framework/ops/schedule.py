@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
@@ -36,6 +35,7 @@ from framework.observe.observer import SPOOL_ENV, Observer
 from framework.ops import catchup
 from framework.project.config import Project
 from framework.project.cron import cron_trigger
+from framework.runtime.signals import on_stop_signals
 from models.config import ScheduleConfig
 from models.records import RunRecord
 
@@ -245,8 +245,8 @@ def serve(scheduler: Scheduler, say: Say, on_second_signal: Callable[[], None]) 
     """Run until SIGTERM/SIGINT, then let running steps finish and return 0 (main thread only)."""
     stop = threading.Event()
 
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
+    def handle(sig: signal.Signals) -> None:
+        name = sig.name
         if stop.is_set():
             say(f"{name} again: asking the running steps to stop")
             on_second_signal()
@@ -254,8 +254,7 @@ def serve(scheduler: Scheduler, say: Say, on_second_signal: Callable[[], None]) 
         say(f"{name}: no new runs; waiting for the running ones to finish")
         stop.set()
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with on_stop_signals(handle):
         scheduler.start()
         for name, when in sorted(scheduler.next_runs().items()):
             say(f"{name}: next run {when:%Y-%m-%d %H:%M:%S %Z}" if when else f"{name}: no next run")
@@ -264,6 +263,3 @@ def serve(scheduler: Scheduler, say: Say, on_second_signal: Callable[[], None]) 
         scheduler.shutdown()
         say("stopped")
         return 0
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

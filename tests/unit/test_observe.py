@@ -259,9 +259,16 @@ def test_lake_schedule_catches_up_and_serves_metrics(tmp_path: Path, policy: str
         while not any(want in line for line in seen):
             seen.append(proc.stderr.readline())
             assert seen[-1], "".join(seen)
-        time.sleep(0.5 if policy == "latest" else 0)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-            got = _samples(r.read().decode())
+        # The metrics follow the child's record (through the spool) a moment after the line: poll.
+        expected = (("lake_runs_total", (("command", "build"), ("status", "ok"))) if policy == "latest" else
+                    ("lake_schedule_runs_total", (("result", "missed"), ("schedule", "hourly"))))
+        deadline = time.monotonic() + 30
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                got = _samples(r.read().decode())
+            if expected in got or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
     finally:
         proc.send_signal(signal.SIGTERM)
         _, rest = proc.communicate(timeout=60)
