@@ -21,7 +21,6 @@ from models.layout import TableLayout
 from models.ops import AlertsConfig, LineageConfig, MetricsConfig
 from models.quality import CheckSpec
 from models.schedule import ScheduleConfig
-from models.unit_test import UnitTest
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spark SQL types accepted in `columns:` of a table YAML (schema-less events).
@@ -359,42 +358,5 @@ class OdsFile(StrictModel):
     tables: list[OdsTable] = Field(default_factory=list, description="The source tables this file declares.")
 
 
-class ModelConfig(TableLayout):
-    """Sidecar `<stem>.yaml` of a DWD/DWS model."""
-
-    key: list[str] | None = Field(default=None, description="The output key; inferred for GROUP BY (the group columns) and row-wise models.")
-    partition_by: str | None = Field(default=None, description="An output column to partition the table by.")
-    strategy: Literal["rowwise", "aggregate", "rescan", "full"] | None = Field(default=None, description="Override the inferred "
-                                                                               "strategy (checked: an impossible one is an error).")
-    # `type`, `index`, `buckets`, `compact_every` of its table: models/layout.py.
-    recompute_below_mib: float | None = Field(default=None, ge=0, description="This model's own `build.recompute_below_mib`, e.g. 0 for "
-                                              "a row-wise model over a large upstream.")
-    depends_on: list[str] = Field(default_factory=list, description="Python models only: the tables it reads, `<layer>.<table>`.")
-    tags: list[str] = Field(default_factory=list, description="Labels; `tag:NAME` selects them.")
-    description: str | None = Field(default=None, description="What the model computes (`lake docs`).")
-    owner: str | None = Field(default=None, description="Who answers for it (`lake docs`).")
-    columns: dict[str, str] = Field(default_factory=dict, description="Column descriptions: `{name: text}`, `{name: {description: "
-                                    "text}}` or dbt's list `[{name: x, description: text}]`.")
-    # Evaluated by the quality gate before the Hudi commit (framework/project/checks.py parses them).
-    checks: list[CheckSpec] = Field(default_factory=list, description="Quality checks (reference: Checks).")
-    tests: list[UnitTest] = Field(default_factory=list, description="Unit tests of the model's logic (`lake test`); not in the fingerprint.")
-
-    @field_validator("columns", mode="before")
-    @classmethod
-    def _column_descriptions(cls, v: object) -> object:
-        if isinstance(v, list):  # dbt's form
-            if not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in v):
-                raise ValueError(f"each entry needs a `name:`{FIX_SEPARATOR}write e.g. columns: [{{name: user_id, description: the user}}]")
-            v = {c["name"]: {k: x for k, x in c.items() if k != "name"} for c in v}
-        if isinstance(v, dict):
-            _, docs = split_column_docs(v, value_is="description")
-            return docs
-        return v
-
-    @field_validator("depends_on")
-    @classmethod
-    def _qualified(cls, v: list[str]) -> list[str]:
-        for name in v:
-            if name.count(".") != 1:
-                raise ValueError(f"{name!r} must be <layer>.<table>, e.g. ods.user_order or dwd.order_detail")
-        return v
+# Re-exported: models/model_config.py holds the model sidecar's schema.
+from models.model_config import ModelConfig as ModelConfig  # noqa: E402

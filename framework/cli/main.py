@@ -4,7 +4,6 @@ once (config errors stop here, before Spark) and calls one `run_<verb>` of frame
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from framework.cli.build import build_cmd, plan_cmd
 from framework.cli.compact import compact_cmd
 from framework.cli.docs import docs as docs_group
 from framework.cli.env import diff as diff_command
@@ -166,47 +166,6 @@ def demo(obj: Ctx, events: int | None, seed: int, fresh: bool, kafka: bool, sour
 
 @main.command()
 @click.argument("selectors", nargs=-1)
-@click.option("--incremental", is_flag=True, help="Build each model incrementally where its checkpoint allows.")
-@click.option("--exclude", multiple=True, help="Selectors to leave out.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.option("--skip-tests", is_flag=True, help="Do not run the selected models' unit tests first.")
-@click.option("--rerun-tests", is_flag=True, help="Run every unit test, also those unchanged since they last passed.")
-@click.option("--env", default=None, metavar="NAME", help="Build into environment NAME (_env/NAME/); other tables are read from production as of a pinned instant.")
-@LOCK_TIMEOUT
-@click.pass_obj
-@handle_errors
-def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, skip_tests: bool,
-          rerun_tests: bool, env: str | None, lock_timeout: float) -> None:
-    """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance.
-
-    Each model's unit tests run first (`lake test`); a failing test stops that model and its descendants.
-    A test whose model, test and inputs are unchanged since it last passed here is not rerun."""
-    from framework.commands.build import run_build
-    from framework.modeltest.render import print_results
-    from framework.runtime import terminal as report
-    from framework.transform.runner import selection
-
-    project = obj.project()
-    chosen = selection(project, selectors, exclude)  # config and model errors before Spark starts
-    live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.ModelProgress(obj.console, len(chosen.chosen))
-    from framework.commands.env import run_env_build
-
-    with live as bar:
-        said = None if (obj.quiet or as_json) else (lambda note: say(obj.console, f"note: {note}"))  # else stderr
-        run = functools.partial(run_env_build, env=env, on_note=said) if env else run_build
-        rec = run(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
-                  on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale,
-                  unit_tests=not skip_tests, rerun_tests=rerun_tests, on_tests=None if (obj.quiet or as_json) else lambda r: print_results(obj.console, r))
-    if as_json:
-        click.echo(json.dumps([r.model_dump(mode="json") for r in rec.models], indent=2))  # datetimes as ISO text
-    else:
-        report.print_build_summary(obj.console, rec.models)
-    if rec.status == "failed":
-        sys.exit(1)
-
-
-@main.command()
-@click.argument("selectors", nargs=-1)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
 @handle_errors
@@ -303,29 +262,6 @@ def run_cmd(obj: Ctx, selectors: tuple[str, ...], mode: str, trigger: str | None
 
 @main.command()
 @click.argument("selectors", nargs=-1)
-@click.option("--incremental", is_flag=True)
-@click.option("--exclude", multiple=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-@click.pass_obj
-@handle_errors
-def plan(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool) -> None:
-    """Show per model the strategy, the reason and the pending upstream changes; writes nothing."""
-    from framework.commands.plan import run_plan
-    from framework.runtime import terminal as report
-    from framework.transform.runner import selection
-
-    project = obj.project()
-    plans = run_plan(project=project, selection=selection(project, selectors, exclude), incremental=incremental)
-    if as_json:
-        click.echo(json.dumps([{"model": p.model.name, "mode": p.mode, "strategy": p.analysis.strategy, "reason": p.reason,
-                                "pending_commits": dict(p.pending), "changed_rows": changed, "upstream_end": dict(p.end)}
-                               for p, changed in plans], indent=2))
-    else:
-        report.print_plan(obj.console, plans)
-
-
-@main.command()
-@click.argument("selectors", nargs=-1)
 @click.option("--format", "fmt", type=click.Choice(["tree", "dot", "mermaid", "json"]), default="tree", show_default=True)
 @click.pass_obj
 @handle_errors
@@ -368,6 +304,8 @@ def lineage(obj: Ctx, column: str, fmt: str) -> None:
         Console().print(render_tree(node))
 
 
+main.add_command(build_cmd)
+main.add_command(plan_cmd)
 main.add_command(test_cmd)
 main.add_command(schedule_cmd)
 main.add_command(runs_group)

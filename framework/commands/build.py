@@ -12,6 +12,7 @@ from framework.project.config import Project
 from framework.runtime.history import settle_models
 from framework.runtime.lock import table_lock
 from framework.table.session import ensure_storage, spark_session
+from framework.transform.options import BuildOptions
 from framework.transform.runner import Selection, build
 from models.records import LockHolder, ModelResult, RunRecord
 from models.unit_test import UnitTestResult
@@ -20,12 +21,14 @@ from models.unit_test import UnitTestResult
 def run_build(*, project: Project, selection: Selection, incremental: bool, lock_timeout: float, argv: Sequence[str],
               on_start: Callable[[str], None] | None = None, on_result: Callable[[ModelResult], None] | None = None,
               on_stale: Callable[[str, LockHolder], None] | None = None, unit_tests: bool = False,
-              on_tests: Callable[[list[UnitTestResult]], None] | None = None, rerun_tests: bool = False) -> RunRecord:
+              on_tests: Callable[[list[UnitTestResult]], None] | None = None, rerun_tests: bool = False,
+              options: BuildOptions | None = None) -> RunRecord:
     """Build the selection (one writer per model: its table lock, taken before Spark starts).
     With `unit_tests`, the selected models' unit tests run first: a model whose tests fail is not
     built (failed, with the diff as its error) and its descendants are skipped; `on_tests` gets
     the results. They share the build's session when it is local, else run in a child process;
-    a test unchanged since it last passed is not rerun unless `rerun_tests`."""
+    a test unchanged since it last passed is not rerun unless `rerun_tests`. `options`: `--allow-full`,
+    `--restate`, `--forward-only`."""
     if not selection.chosen:  # nothing to build: the run record says so, and no JVM starts for it
         ensure_storage(project)
         with recorded(project, "build", argv) as rec:
@@ -41,6 +44,6 @@ def run_build(*, project: Project, selection: Selection, incremental: bool, lock
                 on_tests(tested)
             results = build(spark, project, list(selection.chosen), [], incremental, on_start=obs.on_start(rec, on_start),
                             on_result=obs.on_result(rec, on_result),
-                            run_id=rec.run_id, loaded=selection, stopped=stopped_models(tested))
+                            run_id=rec.run_id, loaded=selection, stopped=stopped_models(tested), options=options)
             settle_models(rec, results)
     return rec

@@ -22,6 +22,7 @@ from framework.runtime.paths import Layout
 from framework.table import hudi
 from framework.table.session import spark_session
 from framework.transform.loader import load_models
+from framework.transform.options import BuildOptions
 from framework.transform.runner import Selection, build, selection
 from models.catalog import CatalogConfig
 from models.records import LockHolder, ModelResult, RunRecord
@@ -46,7 +47,7 @@ def run_env_build(*, project: Project, selection: Selection, env: str, increment
                   on_start: Callable[[str], None] | None = None, on_result: Callable[[ModelResult], None] | None = None,
                   on_stale: Callable[[str, LockHolder], None] | None = None, unit_tests: bool = False,
                   on_tests: Callable[[list[UnitTestResult]], None] | None = None, rerun_tests: bool = False,
-                  on_note: Callable[[str], None] | None = None) -> RunRecord:
+                  on_note: Callable[[str], None] | None = None, options: BuildOptions | None = None) -> RunRecord:
     """Build the selection into environment `env`: its tables, run record, quality results and
     locks under `_env/<env>/`; every other table read from production as of its pin (a pin
     production's cleaner passed moves to the latest commit: `on_note` says so, else stderr). With
@@ -72,7 +73,7 @@ def run_env_build(*, project: Project, selection: Selection, env: str, increment
             if tested and on_tests:
                 on_tests(tested)
             results = build(spark, private, list(selection.chosen), [], incremental, on_start=on_start, on_result=on_result,
-                            run_id=rec.run_id, loaded=selection, layout=layout, stopped=stopped_models(tested))
+                            run_id=rec.run_id, loaded=selection, layout=layout, stopped=stopped_models(tested), options=options)
             settle_models(rec, results)
     return rec
 

@@ -171,10 +171,14 @@ def print_plan(console: Console, plans: list[Any]) -> None:
     for p, changed in plans:
         pending = ", ".join(f"{u}: {n}" for u, n in p.pending.items() if n) or "-"
         rows = ", ".join(f"{u}: {n}" for u, n in changed.items()) or "-"
-        t.add_row(Text(p.model.name), Text(p.mode), Text(p.analysis.strategy), Text(pending), Text(rows))
+        mode = f"{p.mode}: refused" if getattr(p, "refused", None) else p.mode
+        t.add_row(Text(p.model.name), Text(mode), Text(p.analysis.strategy), Text(pending), Text(rows))
     console.print(t)
     for p, _ in plans:
-        _line(console, f"  {p.model.name}: {p.reason}")
+        refused = getattr(p, "refused", None)
+        # A strict model's refusal (framework/transform/strict.py) says the command that allows it.
+        _line(console, f"  {p.model.name}: " + (f"REFUSED: {refused}; lake build {p.model.name} --allow-full allows it once"
+                                                 if refused else p.reason))
 
 
 def print_runs(console: Console, records: list[Any]) -> None:

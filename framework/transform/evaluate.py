@@ -14,10 +14,12 @@ from framework.runtime.history import new_run_id
 from framework.runtime.paths import Layout
 from framework.table import hudi, timeline
 from framework.transform import strategies
+from framework.transform import strict as strictness
 from framework.transform.analysis import Analyses
 from framework.transform.commit import Committer
 from framework.transform.context import BuildContext
 from framework.transform.loader import Model
+from framework.transform.options import BuildOptions
 from framework.transform.plan import BuildLimits, ModelPlan, PlanError, needs_sizes, plan_model
 from framework.transform.reader import TableReader
 from framework.transform.state import read_state
@@ -41,8 +43,9 @@ class Evaluator:
     """Plans and builds models one at a time on one session, under one run id."""
 
     def __init__(self, spark: SparkSession, project: Project, models: dict[str, Model], run_id: str | None = None,
-                 layout: Layout | None = None) -> None:
+                 layout: Layout | None = None, options: BuildOptions | None = None) -> None:
         self.spark = spark
+        self.options = options or BuildOptions()
         self.project = project
         self.models = models
         self.layout = layout or Layout(project.warehouse)  # an environment's (framework/envs/layout.py), or production
@@ -59,11 +62,13 @@ class Evaluator:
         sized = m.upstreams if needs_sizes(m, self.limits) else ()
         state = read_state(self.spark, self.layout, m.upstreams, [m.name], sized)
         try:
-            return plan_model(m, self.analyses.of(m), state, incremental, self.limits)
+            return plan_model(m, self.analyses.of(m), state, incremental, self.limits, self.options.allow_full)
         except PlanError as e:
             raise LakeError(str(e), fix=e.fix) from e
 
     def run(self, p: ModelPlan) -> ModelResult:
+        if p.refused:  # an `incremental: strict` model that would fall back (strict.py)
+            raise LakeError(p.refused, fix=strictness.allow_once(p.model))
         t0 = time.time()
         res = ModelResult(model=p.model.name, strategy=p.analysis.strategy, mode=p.mode, reason=p.reason, upstream=dict(p.end))
         res.upstream_changed = upstream_changes(self.layout, p)

@@ -26,13 +26,16 @@ from models.config import ModelConfig
 # ModelConfig keys that change what a model's table holds (rows, key, partitions, hidden state).
 DATA_FIELDS = ("key", "partition_by", "strategy", "depends_on", "type")
 # Neither hash: how a build runs, not what it writes (build.recompute_below_mib per model).
-BUILD_FIELDS = ("recompute_below_mib", "compact_every")
+BUILD_FIELDS = ("recompute_below_mib", "compact_every", "incremental")
 # The index: in the data hash as `TableLayout.layout_tag`, and only when it is not the default, so
 # models built before these settings existed keep their hash (a new index needs a new table).
 LAYOUT_FIELDS = ("index", "buckets")
 # The metadata hash takes every other key; these are the known ones. tests/unit/test_fingerprint.py
 # fails on a key in none of the three, so a new setting is classified when it is added.
-METADATA_FIELDS = ("tags", "description", "checks", "owner", "columns", "tests")
+METADATA_FIELDS = ("tags", "description", "checks", "owner", "columns", "tests", "contract", "column_contracts")
+# Metadata keys added after tables recorded metadata hashes: hashed only when set, so a model that
+# does not use them keeps the hash its table records (no `state:modified`, no commit to record it).
+_HASHED_WHEN_SET = ("contract", "column_contracts")
 # The keys the single fingerprint of lake before the split hashed (checks always as []).
 _LEGACY_FIELDS = ("key", "partition_by", "strategy", "depends_on", "tags", "description", "checks")
 _VERBATIM = (TokenType.VAR, TokenType.IDENTIFIER)  # names: their case names the output columns
@@ -73,7 +76,8 @@ def python_text(source: str) -> str:
 
 def _dump(cfg: ModelConfig, fields: tuple[str, ...] | None, leave_out: tuple[str, ...] = ()) -> str:
     d: dict[str, Any] = cfg.model_dump(mode="json")
-    keep = fields if fields is not None else tuple(k for k in d if k not in leave_out)
+    unset = {k for k in _HASHED_WHEN_SET if d.get(k) in (None, {}, [])}
+    keep = fields if fields is not None else tuple(k for k in d if k not in leave_out and k not in unset)
     return json.dumps({k: d[k] for k in keep}, sort_keys=True)
 
 

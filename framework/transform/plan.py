@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from framework.table.hudi import Instant
+from framework.transform import strict as strictness
 from framework.transform.loader import Model
 from framework.transform.strategy import Analysis
 from models.commit_meta import ModelCheckpoint
@@ -74,6 +75,7 @@ class ModelPlan:
     counts: str | None = None  # TargetState.counts
     recorded: ModelCheckpoint | None = None  # TargetState.recorded
     layout: str | None = None  # TargetState.layout
+    refused: str | None = None  # why an `incremental: strict` model may not build this way (strict.py)
 
 
 class PlanError(ValueError):
@@ -85,14 +87,14 @@ class PlanError(ValueError):
 
 
 def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incremental: bool, limits: BuildLimits,
-              lenient: bool = False) -> tuple[ModelPlan, ...]:
+              lenient: bool = False, allow_full: bool = False) -> tuple[ModelPlan, ...]:
     """Plans of `models` (already in build order) against one state. `lenient` (`lake plan`): a
     model whose upstream has no data yet is planned as the full build it waits to run, saying
-    what it waits for, instead of raising PlanError."""
+    what it waits for, instead of raising PlanError. `allow_full`: strict models may fall back."""
     out: list[ModelPlan] = []
     for m, a in models:
         waiting = _waiting(m, a, state, {p.model.name for p in out}) if lenient else None
-        out.append(waiting or plan_model(m, a, state, incremental, limits))
+        out.append(waiting or plan_model(m, a, state, incremental, limits, allow_full))
     return tuple(out)
 
 
@@ -108,15 +110,19 @@ def _waiting(m: Model, a: Analysis, state: State, earlier: set[str]) -> ModelPla
     return ModelPlan(m, a, "full", "full build; " + "; ".join(said), end)
 
 
-def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:
+def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, allow_full: bool = False) -> ModelPlan:
     """The mode of one model and why: full (asked for, or the checkpoint cannot serve), noop
-    (nothing new upstream), recompute (small upstreams, or the `full` strategy) or incremental."""
+    (nothing new upstream), recompute (small upstreams, or the `full` strategy) or incremental.
+    An `incremental: strict` model (unless `allow_full`) is planned incrementally, and a plan
+    that still falls back is `refused` (framework/transform/strict.py)."""
     target = state.targets.get(m.name, TargetState())
-    return replace(_plan_model(m, a, state, incremental, limits), hidden=target.hidden, counts=target.counts,
-                   recorded=target.recorded, layout=target.layout)
+    strict = strictness.is_strict(m) and not allow_full
+    p = _plan_model(m, a, state, incremental or strict, limits, strict)
+    refused = strictness.refusal(m, p.mode, p.reason, first=target.checkpoint is None) if strict else None
+    return replace(p, hidden=target.hidden, counts=target.counts, recorded=target.recorded, layout=target.layout, refused=refused)
 
 
-def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:
+def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, strict: bool = False) -> ModelPlan:
     end: dict[str, str] = {}
     for u in m.upstreams:
         up = state.upstreams.get(u)
@@ -156,7 +162,7 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
     own = m.config.recompute_below_mib
     limit = limits.recompute_below_mib if own is None else own
     setting = "build.recompute_below_mib" if own is None else f"recompute_below_mib in {m.stem}.yaml"
-    if limit > 0:
+    if limit > 0 and not strict:  # a strict model always runs its strategy
         size = sum(state.upstreams[u].size_bytes for u in m.upstreams)
         if size <= limit * 2**20:
             reason = (f"upstreams hold {_mib(size)} (≤ {setting}: {limit:g} MiB): recomputing and writing only "

@@ -23,6 +23,7 @@ from framework.transform.analysis import Analyses
 from framework.transform.dag import build_graph, select
 from framework.transform.evaluate import Evaluator, ods_keys
 from framework.transform.loader import Model, load_models
+from framework.transform.options import BuildOptions
 from framework.transform.plan import (
     BuildLimits,
     ModelPlan,
@@ -69,6 +70,7 @@ def build(
     loaded: Selection | None = None,
     layout: Layout | None = None,
     stopped: Mapping[str, ModelResult] | None = None,
+    options: BuildOptions | None = None,
 ) -> list[ModelResult]:
     """Build the selected models one at a time, upstreams first and the serving layer's chains
     before models that feed no DWS model (`serving_first`). `run_id` (the run record's) labels
@@ -76,10 +78,11 @@ def build(
     the order the models were built. `loaded`: the project's models, already loaded. `layout`:
     where tables are (an environment's, framework/envs/layout.py; default production). `stopped`:
     models not to build, with their (failed) results (their unit tests failed): their
-    descendants are skipped like those of a model that failed to build."""
+    descendants are skipped like those of a model that failed to build. `options`: `--allow-full`,
+    `--restate`, `--forward-only` (framework/transform/options.py)."""
     models, g = (loaded.models, loaded.graph) if loaded else load(project)
     order = serving_first(g, models, select(g, models, selectors, exclude, project=project, recorded=recorded(project)))
-    builder = Evaluator(spark, project, models, run_id=run_id, layout=layout)
+    builder = Evaluator(spark, project, models, run_id=run_id, layout=layout, options=options)
     results: list[ModelResult] = []
     blocked: set[str] = set()
     for name in order:
@@ -135,7 +138,7 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
 
 
 def plan(spark: SparkSession | None, project: Project, selectors: list[str], exclude: list[str], incremental: bool,
-         loaded: Selection | None = None, lenient: bool = False) -> list[tuple[ModelPlan, dict[str, int]]]:
+         loaded: Selection | None = None, lenient: bool = False, allow_full: bool = False) -> list[tuple[ModelPlan, dict[str, int]]]:
     """Each selected model's plan (and its upstreams' changed rows), in the order `build` would run
     them, from one read of the selection's state, without Spark (timelines are read from their
     files). `loaded`: the models and the selection, already loaded (else from the selectors);
@@ -148,7 +151,8 @@ def plan(spark: SparkSession | None, project: Project, selectors: list[str], exc
     sized = [u for n in order if needs_sizes(models[n], limits) for u in models[n].upstreams]
     analyses, state = _planning_inputs(spark, project, models, order, sized)
     try:
-        plans = make_plan([(models[n], analyses.of(models[n])) for n in order], state, incremental, limits, lenient=lenient)
+        plans = make_plan([(models[n], analyses.of(models[n])) for n in order], state, incremental, limits, lenient=lenient,
+                          allow_full=allow_full)
     except PlanError as e:
         raise LakeError(str(e), fix=e.fix) from e
     layout = Layout(project.warehouse)

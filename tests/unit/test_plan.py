@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,38 @@ def test_lenient_plan_says_what_a_build_waits_for() -> None:
     plans = make_plan([(model(), AGG), (down, FULL)], empty, True, LIMITS, lenient=True)
     assert [(p.mode, p.reason) for p in plans] == [("full", "full build; waits for ods.user (no data yet)"),
                                                     ("full", "full build; after this build creates dws.user_agg")]
+
+
+def test_strict_model_refuses_every_fall_back_and_allow_full_lets_it_through() -> None:
+    """`incremental: strict`: each way planning falls back (changed model, cleaned checkpoint,
+    rebuilt upstream, a strategy that cannot run incrementally) is refused with its reason; the
+    size rule does not apply; a build without --incremental is planned incrementally; the first
+    build and `allow_full` are not refused."""
+    strict = model(incremental="strict")
+    fallbacks = {
+        "changed": (replace(strict, fingerprint="fp2"), AGG, state(commits("10", "20"), ckpt="10"), "fingerprint fp1 → fp2"),
+        "cleaned": (strict, AGG, state(commits("10", "20", "30"), ckpt="10", retained="25"), "cleaned"),
+        "archived": (strict, AGG, state(commits("50", "60"), ckpt="20"), "cleaned or archived"),
+        "full strategy": (strict, FULL, state(commits("10", "20"), ckpt="10"), "window function"),
+    }
+    for what, (m, a, s, why) in fallbacks.items():
+        p = plan_model(m, a, s, incremental=True, limits=LIMITS)
+        assert p.refused is not None and p.refused.startswith("dws.user_agg is `incremental: strict` and this build would fall back to ")
+        assert why in p.refused, (what, p.refused)
+        allowed = plan_model(m, a, s, incremental=True, limits=LIMITS, allow_full=True)
+        assert allowed.refused is None and allowed.mode in ("full", "recompute"), what
+        # The same model without `strict` falls back silently, as before.
+        assert plan_model(replace(m, config=ModelConfig()), a, s, incremental=True, limits=LIMITS).refused is None
+    small = state(commits("10", "20"), ckpt="10", size=1024)
+    assert plan_model(model(), AGG, small, incremental=True, limits=BuildLimits(256)).mode == "recompute"
+    p = plan_model(strict, AGG, small, incremental=True, limits=BuildLimits(256))
+    assert (p.mode, p.refused) == ("incremental", None)
+    # `lake build` without --incremental: a strict model still builds incrementally (dbt's full_refresh: false).
+    assert plan_model(strict, AGG, small, incremental=False, limits=LIMITS).mode == "incremental"
+    assert plan_model(strict, AGG, small, incremental=False, limits=LIMITS, allow_full=True).mode == "full"
+    first = plan_model(strict, AGG, state(commits("10")), incremental=True, limits=LIMITS)
+    assert (first.mode, first.refused) == ("full", None)
+    # make_plan passes allow_full through.
+    (refused,), (allowed,) = (make_plan([(replace(strict, fingerprint="fp2"), AGG)], state(commits("10", "20"), ckpt="10"), True, LIMITS,
+                                        allow_full=x) for x in (False, True))
+    assert refused.refused and not allowed.refused
