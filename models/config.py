@@ -19,6 +19,7 @@ from models.docs import split_column_docs
 from models.freshness import FreshnessConfig
 from models.layout import TableLayout
 from models.quality import CheckSpec
+from models.registry import SchemaRegistryConfig
 from models.schedule import ScheduleConfig
 from models.unit_test import UnitTest
 
@@ -101,7 +102,8 @@ class KafkaSourceConfig(StrictModel):
     topics: list[str] | None = None
     topic_pattern: str | None = None
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    format: Literal["debezium-json"] = "debezium-json"
+    format: Literal["debezium-json", "debezium-avro"] = "debezium-json"
+    schema_registry: SchemaRegistryConfig | None = None
     max_offsets_per_trigger: int | None = Field(default=None, ge=1)
     # Kafka's own semantics: fail when offsets were deleted by retention before lake read them.
     fail_on_data_loss: bool = True
@@ -114,6 +116,10 @@ class KafkaSourceConfig(StrictModel):
     def _one_of_topics(self) -> KafkaSourceConfig:
         if bool(self.topics) == bool(self.topic_pattern):
             raise ValueError("give exactly one of `topics: [...]` or `topic_pattern: ...`")
+        if (self.format == "debezium-avro") != (self.schema_registry is not None):
+            raise ValueError(f"`format: debezium-avro` needs the schema registry the writer schemas come from{FIX_SEPARATOR}add "
+                             "`schema_registry: {url: http://registry:8081}` under ods.source" if self.schema_registry is None else
+                             f"`schema_registry` is only read with `format: debezium-avro`{FIX_SEPARATOR}set it, or remove `schema_registry`")
         return self
 
     @field_validator("options")

@@ -32,12 +32,14 @@ class Chain:
     _connectors: list[int] = field(default_factory=list)
 
     @contextlib.contextmanager
-    def connector(self, prefix: str, databases: Sequence[str], flavor: str = "mariadb") -> Iterator[DebeziumConnect]:
-        """A Connect worker capturing `databases` into topics `<prefix>.<db>.<table>`; stopped afterwards."""
+    def connector(self, prefix: str, databases: Sequence[str], flavor: str = "mariadb", settings: dict[str, str] | None = None,
+                  plugins: dict[str, Path] | None = None) -> Iterator[DebeziumConnect]:
+        """A Connect worker capturing `databases` into topics `<prefix>.<db>.<table>`; stopped
+        afterwards. `settings` override the connector's (converters), `plugins` add plugin directories."""
         self._connectors.append(len(self._connectors) + 1)
         n = self._connectors[-1]
         with DebeziumConnect(self.work_dir / f"connect-{n}-{prefix}", self.broker.bootstrap_servers, self.db, prefix=prefix,
-                             databases=databases, flavor=flavor, server_id=5400 + n) as connect:
+                             databases=databases, flavor=flavor, server_id=5400 + n, settings=settings, plugins=plugins) as connect:
             yield connect
 
 

@@ -1,5 +1,5 @@
-"""Shared fixtures: one SparkSession (with the Hudi bundle), one Kafka broker, one Hive metastore and
-one MariaDB (the real CDC chain) per test session."""
+"""Shared fixtures: one SparkSession (with the Hudi bundle), one Kafka broker, one Hive metastore,
+one schema registry and one MariaDB (the real CDC chain) per test session."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 if TYPE_CHECKING:
     from framework.demo.broker import KafkaBroker
     from framework.demo.metastore import HiveMetastore
+    from framework.demo.registry import ApicurioRegistry
     from tests.cdc_chain import Chain
     from tests.s3_fixture import S3Server
 
@@ -63,6 +64,16 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     from tests.s3_fixture import running_s3
 
     yield from running_s3(tmp_path_factory.mktemp("s3"))
+
+
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApicurioRegistry]:
+    """A real schema registry (Apicurio, in-memory) on loopback: `.ccompat_url` (Confluent API) for
+    lake, `.api_url` for Apicurio's converter. Stopped after the session."""
+    from framework.demo.registry import ApicurioRegistry
+
+    with ApicurioRegistry(tmp_path_factory.mktemp("schema-registry")) as registry:
+        yield registry
 
 
 @pytest.fixture(scope="session")

@@ -96,7 +96,8 @@ class DebeziumConnect:
 
     def __init__(self, work_dir: Path | str, bootstrap_servers: str, db: MariaDB, *, prefix: str, databases: Sequence[str],
                  flavor: str = "mariadb", server_id: int = 5401, heap: str = "384m", start_timeout: float = 120.0,
-                 stop_timeout: float = 20.0, heartbeat_ms: int = 1000) -> None:
+                 stop_timeout: float = 20.0, heartbeat_ms: int = 1000, settings: dict[str, str] | None = None,
+                 plugins: dict[str, Path] | None = None) -> None:
         self.work_dir = Path(work_dir).resolve()
         self.bootstrap_servers = bootstrap_servers
         self.db = db
@@ -108,6 +109,10 @@ class DebeziumConnect:
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.heartbeat_ms = heartbeat_ms
+        # Connector settings over connector_config's (e.g. the Avro test's key/value converters),
+        # and further plugin directories by name (the converter's).
+        self.settings = dict(settings or {})
+        self.plugins = dict(plugins or {})
         self.rest_port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds: float | None = None
@@ -150,11 +155,14 @@ class DebeziumConnect:
         if not link.exists():
             # plugin.path names a directory of plugins; each subdirectory is one, loaded on its own.
             link.symlink_to(debezium_plugin(self.flavor), target_is_directory=True)
+        for name, path in self.plugins.items():
+            if not (plugins / name).exists():
+                (plugins / name).symlink_to(path, target_is_directory=True)
         worker = self.work_dir / "worker.properties"
         worker.write_text("".join(f"{k}={v}\n" for k, v in self.worker_properties().items()))
         connector = self.work_dir / "connector.properties"
         cfg = connector_config(self.db, self.bootstrap_servers, self.prefix, self.databases, flavor=self.flavor,
-                               server_id=self.server_id, heartbeat_ms=self.heartbeat_ms)
+                               server_id=self.server_id, heartbeat_ms=self.heartbeat_ms) | self.settings
         connector.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
         (self.work_dir / "log4j.properties").write_text(_LOG4J.format(log=self.log_file))
         return worker, connector

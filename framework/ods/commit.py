@@ -94,9 +94,14 @@ def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFram
     for e in extra:
         dead = dead.unionByName(e.select(*parsed.columns))
     path = ctx.layout.dead_letter
+    # An Avro message is kept as JsonConverter's JSON with its schema block: a replay reads it as such.
+    raw = F.col("value")
+    if "msg_schema" in parsed.columns:
+        wrapped = F.concat(F.lit('{"schema":'), F.col("msg_schema"), F.lit(',"payload":'), F.col("value"), F.lit("}"))
+        raw = F.when(F.col("msg_schema").isNotNull(), wrapped).otherwise(raw)
     out = dead.select(
         F.col("loc"),
-        F.col("value").alias("raw"),
+        raw.alias("raw"),
         F.col("reason"),
         F.when(F.col("tbl") != "", F.col("tbl")).alias("source_table"),
         F.col("origin"),

@@ -9,8 +9,10 @@ They carry no row, so they are counted and skipped. Row events carry the column 
 in their own schema block, so the DDL is not needed either.
 
 Input messages have `value` (the text), `loc` (where it came from), `arrival` (a sortable text of
-arrival order), `origin` and, from Kafka, `msg_key`. Everything stays in the JVM (no Python UDFs):
-row images are parsed as map<string,string> and decoded per table later (prepare.py).
+arrival order), `origin` and, from Kafka, `msg_key`; from Avro also `schema` (the writer schema's
+Kafka Connect schema block, beside a bare envelope) and `problem` (why it could not be decoded).
+Everything stays in the JVM (no Python UDFs): row images are parsed as map<string,string> and
+decoded per table later (prepare.py).
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ from models.config import OdsTable
 HEARTBEAT = "io.debezium.connector.common.Heartbeat"
 
 
-def _control(has_payload: Column) -> Column:
+def _control(has_payload: Column, schema: Column) -> Column:
     """Which Debezium control message a message without `op` is (module docstring), else NULL."""
     body = F.when(has_payload, F.col("env.payload")).otherwise(F.col("value"))
     status = F.get_json_object(body, "$.status")
     kind = (
         F.when(F.get_json_object(body, "$.ddl").isNotNull(), F.lit("schema change"))
         .when(status.isin("BEGIN", "END") & F.get_json_object(body, "$.id").isNotNull(), F.lit("transaction"))
-        .when((F.get_json_object(F.col("env.schema"), "$.name") == HEARTBEAT)
+        .when((F.get_json_object(schema, "$.name") == HEARTBEAT)
               | (F.json_object_keys(body) == F.array(F.lit("ts_ms"))), F.lit("heartbeat"))
     )
     parsed = F.col("env._corrupt").isNull() & F.col("p._corrupt").isNull()
@@ -56,8 +58,13 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
     df = df.withColumn("p", F.when(has_payload, pay).otherwise(bare))
     df = df.withColumn("src", F.from_json(F.col("p.source"), D.SOURCE))
     pos_seq = D.position_seq(F.col("src"), F.col("p.ts_ms"))
+    # Avro (framework/ods/avro.py): a bare envelope with its writer schema's block in `schema`
+    # (kept as `msg_schema` for the dead letter), and `problem`, why a message was not decoded.
+    given = "schema" in msgs.columns
+    schema = F.coalesce(F.col("schema"), F.when(has_payload, F.col("env.schema"))) if given else F.when(has_payload, F.col("env.schema"))
+    extra = [c for c in ("msg_key", "problem") if c in msgs.columns] + ([F.col("schema").alias("msg_schema")] if given else [])
     df = df.select(
-        "value", "loc", "arrival", "origin", *(["msg_key"] if "msg_key" in msgs.columns else []),
+        "value", "loc", "arrival", "origin", *extra,
         F.col("src"),
         F.col("p.op").alias("op"),
         # Whether the images are there, not their text: the row image is kept as `img` (the
@@ -65,7 +72,7 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
         F.col("p.before").isNotNull().alias("has_before"),
         F.col("p.after").isNotNull().alias("has_after"),
         F.from_json(F.when(F.col("p.op") == "d", F.col("p.before")).otherwise(F.col("p.after")), D.IMAGE_MAP).alias("img"),  # type: ignore[arg-type]
-        F.when(has_payload, F.col("env.schema")).alias("schema_raw"),
+        schema.alias("schema_raw"),
         routing_id(F.col("src"), declared).alias("tbl"),
         F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms")).alias("ts_raw"),
         pos_seq.alias("pos_seq"),
@@ -73,7 +80,7 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
         D.binlog_position(pos_seq, F.col("src")).alias("binlog_pos"),
         F.col("env._corrupt").alias("corrupt"),
         F.col("p._corrupt").alias("pcorrupt"),
-        _control(has_payload).alias("control"),
+        _control(has_payload, schema).alias("control"),
         (
             F.col("value").isNull()  # a Kafka tombstone (Debezium's after a delete)
             | (F.trim(F.col("value")) == "null")
@@ -91,8 +98,10 @@ def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str
     whose before-image lacks its table's `ordering:` columns (see prepare.ordering_prefix)."""
     tables = list(tables)
     known = F.col("tbl").isin(list(declared)) if declared else F.lit(False)
+    undecoded = F.col("problem") if "problem" in df.columns else F.lit(None).cast("string")
     reason = (
-        F.when(F.col("value").startswith("lake: line too long ("), F.regexp_extract("value", "^lake: ([^;]*)", 1))
+        F.when(undecoded.isNotNull(), undecoded)
+        .when(F.col("value").startswith("lake: line too long ("), F.regexp_extract("value", "^lake: ([^;]*)", 1))
         .when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
         .when(F.col("op").isNull(), F.lit("not a Debezium envelope: no `op` field"))
         .when(~F.col("op").isin("c", "u", "d", "r", "t"), F.concat(F.lit("unknown op '"), F.col("op"), F.lit("'")))

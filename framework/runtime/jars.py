@@ -14,6 +14,9 @@ Kafka needs whole dependency trees, not one jar: `ensure_artifacts` resolves the
   this project fetches from has no 3.5.4-3.5.6 of that artifact (3.5.0, 3.5.1, 3.5.3, 3.5.7).
   An older connector on a newer Spark of the same 3.5 line is the safe direction; 3.5.7 could
   call Spark methods that 3.5.5 lacks.
+- spark-avro 3.5.5 (pyspark's version) for `from_avro` (`format: debezium-avro`): one jar; the
+  Avro library it calls is in pyspark's jars. Hudi's bundle shades its own copy of Spark's Avro
+  classes (org.apache.hudi.org.apache.spark.sql.avro), so the two never meet.
 - the real CDC chain (tests/cdc_chain.py, `make demo-cdc`): Kafka Connect standalone of the
   broker's Kafka version, and Debezium's MariaDB connector 2.7.0.Final (the only 2.7 release of it
   the Maven Central reachable here serves; 2.7.1-2.7.4 are missing). Debezium's MySQL connector
@@ -49,9 +52,18 @@ DEBEZIUM = {
     "mariadb": "io.debezium:debezium-connector-mariadb:2.7.0.Final",
     "mysql": "io.debezium:debezium-connector-mysql:2.7.4.Final",
 }
+# The Avro converter of the Avro chain test (framework/demo/registry.py): Apicurio's, the one Maven
+# Central serves (Confluent's AvroConverter is only in Confluent's repository), of the Apicurio
+# Registry version the tests run (framework/runtime/apicurio.py). Its JSON Schema serde's validator
+# is not served (JitPack only) and not used by Avro.
+AVRO_CONVERTER = "io.apicurio:apicurio-registry-utils-converter:2.4.2.Final"
+AVRO_CONVERTER_UNSERVED = ("com.github.everit-org.json-schema:*",)
 # Connect provides these to every plugin; a plugin's own copies would shadow them.
 CONNECT_PROVIDED = ("org.apache.kafka:*", "org.slf4j:*", "ch.qos.reload4j:*", "log4j:*")
 SPARK_KAFKA_CONNECTOR = ("org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.3",)
+# `from_avro` for `format: debezium-avro` (framework/ods/avro.py): pyspark's own version (Maven Central
+# serves 3.5.5 of this one); its Avro library is in pyspark/jars already, so the one jar alone.
+SPARK_AVRO = "org.apache.spark:spark-avro_2.12:3.5.5"
 # Already in pyspark/jars (or Spark itself): two copies on one classpath is asking for trouble.
 SPARK_PROVIDED = (
     "org.apache.spark:spark-tags_2.12",
@@ -182,10 +194,22 @@ def debezium_plugin(flavor: str = "mariadb") -> Path:
     return ensure_artifacts(f"{artifact}-{version}", (coordinate,), CONNECT_PROVIDED)[0].parent
 
 
+def avro_converter_plugin() -> Path:
+    """The directory holding Apicurio's Avro converter for Kafka Connect (`AVRO_CONVERTER`) and its
+    dependencies: one Connect plugin, like a connector."""
+    _group, artifact, version = AVRO_CONVERTER.split(":")
+    return ensure_artifacts(f"{artifact}-{version}", (AVRO_CONVERTER,), (*CONNECT_PROVIDED, *AVRO_CONVERTER_UNSERVED))[0].parent
+
+
 def kafka_connector_jars() -> list[Path]:
     """Jars to add to pyspark's own for `spark.readStream.format("kafka")`."""
     version = SPARK_KAFKA_CONNECTOR[0].rsplit(":", 1)[1]
     return ensure_artifacts(f"spark-kafka-{version}", SPARK_KAFKA_CONNECTOR, SPARK_PROVIDED)
+
+
+def spark_avro_jar() -> Path:
+    """The jar to add to pyspark's own for `from_avro` (Spark's Avro data source functions)."""
+    return ensure_jar(SPARK_AVRO)
 
 
 def s3_jars() -> list[Path]:
@@ -211,6 +235,6 @@ def ensure_java() -> None:
 
 if __name__ == "__main__":  # used by `make install`
     print(ensure_jar(HUDI_BUNDLE))
-    for jar in [*kafka_connector_jars(), *kafka_broker_classpath(), *s3_jars(), *kafka_connect_classpath()]:
+    for jar in [*kafka_connector_jars(), spark_avro_jar(), *kafka_broker_classpath(), *s3_jars(), *kafka_connect_classpath()]:
         print(jar)
     print(debezium_plugin("mariadb"))

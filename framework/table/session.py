@@ -19,6 +19,7 @@ from framework.runtime.jars import (
     ensure_java,
     kafka_connector_jars,
     s3_jars,
+    spark_avro_jar,
 )
 from framework.runtime.location import Location
 
@@ -49,8 +50,9 @@ JVM_OPTIONS = "-Djol.skipHotspotSAAttach=true -Djol.magicFieldOffset=true"
 def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = True, s3: bool = False) -> dict[str, str]:
     """Spark confs every lake session uses (user `spark.conf` entries are applied after).
 
-    The Kafka connector's four jars ride along by default so one session (the test suite's)
-    serves every source; they are only loaded when a Kafka stream is read. `s3` adds hadoop-aws
+    The Kafka connector's four jars and spark-avro (`from_avro`, format: debezium-avro) ride along
+    by default so one session (the test suite's) serves every source; they are only loaded when a
+    Kafka stream is read. `s3` adds hadoop-aws
     and its AWS SDK bundle (s3a://), which only projects with an S3 location need."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log4j = log_dir / "log4j2.properties"
@@ -60,7 +62,7 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
     return {
         "spark.master": master,
         "spark.app.name": "lake",
-        "spark.jars": ",".join([str(ensure_jar(HUDI_BUNDLE))] + ([str(p) for p in kafka_connector_jars()] if kafka else [])
+        "spark.jars": ",".join([str(ensure_jar(HUDI_BUNDLE))] + ([str(p) for p in [*kafka_connector_jars(), spark_avro_jar()]] if kafka else [])
                                + ([str(p) for p in s3_jars()] if s3 else [])),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
