@@ -56,7 +56,6 @@ def converters(registry_api: str) -> dict[str, str]:
             f"{side}.converter": "io.apicurio.registry.utils.converter.AvroConverter",
             f"{side}.converter.apicurio.registry.url": registry_api,
             f"{side}.converter.apicurio.registry.auto-register": "true",
-            f"{side}.converter.apicurio.registry.find-latest": "true",
             f"{side}.converter.apicurio.registry.as-confluent": "true",
             f"{side}.converter.apicurio.registry.use-id": "contentId",
             f"{side}.converter.apicurio.registry.headers.enabled": "false",
