@@ -3,7 +3,8 @@
 `LAKE_FAILPOINT=<name>[:<n>]` kills the process (SIGKILL) the n-th time (default first) execution
 reaches `failpoint(<name>)`. `LAKE_PAUSE=<name>:<dir>` makes `pausepoint(<name>)` announce the
 process (file `<dir>/<name>.<pid>`) and wait until `<dir>/go` exists (at most 10 minutes): a test
-lets several processes reach a point, then releases them together.
+lets several processes reach a point, then releases them together. Every failpoint is a pause
+point too: a test can hold a process there (to see what it holds, or to kill it from outside).
 
 The failpoints: `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
 not), `before_table_commit` / `after_table_commit` (an ODS table's commit),
@@ -27,6 +28,7 @@ _hits: Counter[str] = Counter()
 
 
 def failpoint(name: str) -> None:
+    pausepoint(name)
     spec = os.environ.get("LAKE_FAILPOINT")
     if not spec:
         return
