@@ -6,9 +6,10 @@ process (file `<dir>/<name>.<pid>`) and wait until `<dir>/go` exists (at most 10
 lets several processes reach a point, then releases them together. Every failpoint is a pause
 point too: a test can hold a process there (to see what it holds, or to kill it from outside).
 
-The failpoints: `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
+The failpoints: `after_dead_letter_commit` (a micro-batch's dead letter is written, no table
+committed), `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
 not), `before_table_commit` / `after_table_commit` (an ODS table's commit),
-`before_offset_commit` (a micro-batch committed in every table and the dead letter, before Spark
+`before_offset_commit` (a micro-batch committed in the dead letter and every table, before Spark
 records it), `after_quarantine_write` (rows a `drop` check rejected are written, the table's
 commit is not), `before_bootstrap_commit`, `after_hidden_commit` (an aggregate's hidden-groups
 table committed, the model's commit not), `before_model_commit` / `after_model_commit`,
