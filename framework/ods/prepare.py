@@ -103,7 +103,7 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     horizon = tombstones.expired_horizon(ctx.layout, t.qualified_name) if ctx.replay_guard else None
     out = tombstones.mark_replayed(ctx, t, out, migrate, horizon)
     if horizon is not None:
-        out = _refuse_expired(ctx, p, mine, out, parsed.columns)
+        out = _refuse_expired(ctx, p, mine, out, parsed.columns, cache)
     out = out.persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(out)
     _tally(p, out, bad_rows, st)
@@ -111,13 +111,14 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     return p
 
 
-def _refuse_expired(ctx: BatchContext, p: Prepared, mine: DataFrame, out: DataFrame, columns: list[str]) -> DataFrame:
+def _refuse_expired(ctx: BatchContext, p: Prepared, mine: DataFrame, out: DataFrame, columns: list[str],
+                    cache: list[DataFrame]) -> DataFrame:
     """A replay's events that could re-insert a key deleted after them, its tombstone expired
     (tombstones.refuse_expired), go back to the dead letter with the reason and the fix."""
     refused = tombstones.refuse_expired(ctx, p.table, out).persist(StorageLevel.MEMORY_AND_DISK)
+    cache.append(refused)
     n = refused.count()
     if not n:
-        refused.unpersist()
         return out.drop("_lake_at_risk")
     reason = tombstones.refused_reason(ctx, p.table)
     p.dead.append(mine.join(refused, "loc").select(*[c for c in columns if c != "reason"], F.lit(reason).alias("reason")))

@@ -201,8 +201,9 @@ def test_rebuild_from_the_offsets_a_kafka_topic_still_holds(tmp_path: Path, spar
     # Retention drops offsets 0-2: users 1 and 3 were last written there (user 2 at 6, user 5 at 4).
     from confluent_kafka import TopicPartition
 
-    (done,) = kafka_broker.admin().delete_records([TopicPartition(topic, 0, 3)]).values()
-    assert done.result(30).low_watermark == 3
+    admin = kafka_broker.admin()  # kept: its futures resolve only while the client lives
+    (done,) = admin.delete_records([TopicPartition(topic, 0, 3)], operation_timeout=30).values()
+    assert done.result(60).low_watermark == 3
     before = hudi.completed_instants(spark, lp.layout.table("ods.users"))
     cli = ["--project", str(tmp_path), "ingest", "--rebuild", "ods.users"]
     refused = CliRunner().invoke(main, cli, env={"COLUMNS": "400"})
