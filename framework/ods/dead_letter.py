@@ -120,6 +120,7 @@ def replay(spark: SparkSession, project: Project, table: OdsTable | None, reason
             j = {"id": uuid.uuid4().hex[:12], "as_of": instants[-1].completed, "source": table.source if table else None, "reason": reason,
                  "allow_expired": allow_expired, "started": datetime.now(timezone.utc).isoformat()}
             fs.write_text(_journal(layout), json.dumps(j))
+            failpoint("after_replay_journal")
             out.append(_run(spark, project, j, lock, run_id))
     return out
 

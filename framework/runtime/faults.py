@@ -13,7 +13,9 @@ not), `before_table_commit` / `after_table_commit` (an ODS table's commit),
 records it), `after_quarantine_write` (rows a `drop` check rejected are written, the table's
 commit is not), `before_bootstrap_commit`, `after_hidden_commit` (an aggregate's hidden-groups
 table committed, the model's commit not), `before_model_commit` / `after_model_commit`,
-`after_run_ingest` (`lake run`: ingested, nothing built), `after_rewrite_staged` /
+`after_run_ingest` (`lake run`: ingested, nothing built), `after_replay_journal` /
+`after_replay_ingest` (a dead-letter replay: its journal written; its micro-batch committed,
+nothing marked), `after_rewrite_staged` /
 `after_rewrite_swap` (an ODS table's rewrite in wider types: staged, half swapped). A kill inside a Hudi commit is done from
 outside, by watching the table's timeline (tests/integration/test_ods_crash.py)."""
 

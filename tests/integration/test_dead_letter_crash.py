@@ -135,23 +135,30 @@ def test_replay_killed_after_a_table_commit_then_resumed_and_locked(world: tuple
     (lp.root / "layers" / "ods" / "tables.yaml").write_text(FIXED)
     journal = lp.layout.lake.local / "dead_letter_replay.json"
 
-    proc = _lake(lp.root, "dead-letter", "replay", env={"LAKE_PAUSE": f"after_table_commit:{tmp_path}"})
+    # Held once its journal is written (holding no table lock yet), then killed after ods.toys committed.
+    proc = _lake(lp.root, "dead-letter", "replay", env={"LAKE_PAUSE": f"after_replay_journal:{tmp_path}",
+                                                        "LAKE_FAILPOINT": "after_table_commit:1"})
     try:
         deadline = time.monotonic() + 240
-        while not list(tmp_path.glob("after_table_commit.*")):
+        while not list(tmp_path.glob("after_replay_journal.*")):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0] if proc.poll() is not None else "timeout"
             time.sleep(0.3)
         held = journal.read_text()
         second = CliRunner().invoke(main, ["--project", str(lp.root), "dead-letter", "replay", "--lock-timeout", "0"],
                                     env={"COLUMNS": "300"})
-        assert second.exit_code == 1, second.output
+        assert second.exit_code == 1, second.output  # before the fix: it resumed the first one's journal and ran it
         flat = " ".join(second.output.split())
-        assert "dead-letter replay" in flat and f"pid {proc.pid}" in flat, flat
+        assert "waits for another `lake dead-letter replay` or `purge`" in flat, flat
+        assert f"dead-letter-replay is locked by pid {proc.pid}" in flat and f"kill {proc.pid}" in flat, flat
         assert journal.read_text() == held  # the running replay's journal is untouched
+        (tmp_path / "go").touch()
+        out, _ = proc.communicate(timeout=300)
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, out  # the failpoint: ods.toys committed, nothing marked
+    assert journal.exists()
 
     resumed = CliRunner().invoke(main, ["--project", str(lp.root), "dead-letter", "replay", "--json"])
     assert resumed.exit_code == 0, resumed.output
