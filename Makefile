@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install chromium mariadb jars demo demo-kafka demo-cdc kafka-broker test unit lint bench clean
+.PHONY: install chromium mariadb jars demo demo-kafka demo-cdc kafka-broker test unit lint docs bench clean
 
 install: $(STAMP) jars chromium mariadb
 
@@ -61,6 +61,13 @@ unit: install
 lint: install
 	$(VENV)/bin/ruff check framework models tests benchmarks
 	$(VENV)/bin/mypy
+
+# lake's manual (mkdocs + material, docs/) into out/manual/; the reference pages are generated
+# from the code while it builds (docs/hooks/reference.py). `--strict`: a broken link fails.
+# Not `lake docs`, which writes one project's table catalog.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet -f mkdocs.yml
+	@echo "manual: out/manual/index.html"
 
 bench: install
 	$(PY) benchmarks/goals.py --out BENCHMARKS.md

@@ -7,7 +7,7 @@ directory. Source offsets are a file in `work_dir`, the schema history a topic o
     with DebeziumConnect(work_dir, broker.bootstrap_servers, db, prefix="chain", databases=["shop"]) as connect:
         connect.wait_caught_up()       # every transaction committed so far is in Kafka
 
-The settings are the ones a user of lake would give Debezium (README "From a real database"):
+The settings are the ones a user of lake would give Debezium (docs/guides/debezium.md):
 JsonConverter with schemas, `decimal.handling.mode=precise`, the default `time.precision.mode`,
 heartbeats, transaction metadata and truncate events on, so that lake meets every kind of message
 the connector writes. `flavor="mysql"` runs Debezium's MySQL connector instead (framework.runtime.jars).

@@ -191,7 +191,7 @@ def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")], None
+        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see docs/reference/lake-yaml.md or docs/reference/ods-yaml.md for the expected keys")], None
     data, found = _parsed(data, model, ())
     try:
         return model.model_validate(data), [], doc.target

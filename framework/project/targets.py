@@ -215,14 +215,14 @@ def _chosen(top: dict[str, tuple[yaml.Node, yaml.Node]], rel: str, request: Requ
     _expand(node, rel, ("default_target",), doc, set())
     if "targets" not in top:
         doc.issues.append(ConfigIssue(rel, node.start_mark.line + 1, "default_target", f"names target {node.value!r} but lake.yaml declares no `targets:`",
-                                      "declare it under `targets:` (README 'Configuration'), or remove `default_target:`"))
+                                      "declare it under `targets:` (docs/concepts/environments.md), or remove `default_target:`"))
         return None, None
     return str(node.value), node
 
 
 def _no_targets(rel: str, request: Request) -> ConfigIssue:
     return ConfigIssue(rel, None, "targets", f"{request.by} asks for target {request.name!r} but lake.yaml declares no `targets:`",
-                       f"declare it under `targets:` (README 'Configuration'), or run without {request.by}")
+                       f"declare it under `targets:` (docs/concepts/environments.md), or run without {request.by}")
 
 
 def _unknown(rel: str, name: str, at: yaml.Node | None, declared: dict[str, yaml.Node],
