@@ -18,6 +18,7 @@ from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_loc
 from models.docs import split_column_docs
 from models.freshness import FreshnessConfig
 from models.layout import TableLayout
+from models.ops import AlertsConfig, LineageConfig, MetricsConfig
 from models.quality import CheckSpec
 from models.schedule import ScheduleConfig
 from models.unit_test import UnitTest
@@ -187,6 +188,11 @@ class LakeConfig(StrictModel):
     hudi: dict[str, str] = Field(default_factory=dict, description="Extra Hudi write options for every table this project writes "
                                  "(after lake's own).")
     schedules: list[ScheduleConfig] = Field(default_factory=list, description="What `lake schedule` runs, and when.")
+    alerts: AlertsConfig | None = Field(default=None, description="Where failures, blocked gates, stale sources, dead letters and lost "
+                                        "locks are sent, once per incident (models/ops.py).")
+    metrics: MetricsConfig | None = Field(default=None, description="Prometheus metrics of `lake run --continuous` and `lake schedule`: "
+                                          "a port and/or a node_exporter textfile.")
+    lineage: LineageConfig | None = Field(default=None, description="OpenLineage run events of every ingest and build (http or file).")
 
     @field_validator("hudi")
     @classmethod

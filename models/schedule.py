@@ -25,6 +25,14 @@ class ScheduleConfig(StrictModel):
     incremental: bool = Field(default=False, description="build: `--incremental`.")
     lock_timeout: float | None = Field(default=None, ge=0, description="`--lock-timeout` of the commands (default: theirs, 30 s).")
     misfire_grace_seconds: int = Field(default=300, ge=1, description="A run delayed by at most this still starts.")
+    catchup: Literal["latest", "all", "none"] = Field(
+        default="latest", description="Fire times missed while no `lake schedule` ran (Airflow's catchup): `latest` runs once for "
+        "them at start, `all` once per missed time, `none` skips them; the scheduler says which.")
+
+    @field_validator("catchup", mode="before")
+    @classmethod
+    def _airflow_bool(cls, v: object) -> object:
+        return {True: "all", False: "latest"}.get(v, v) if isinstance(v, bool) else v
 
     @field_validator("name")
     @classmethod

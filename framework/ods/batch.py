@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from framework.errors import IngestFailed, LakeError, QualityGateError
 from framework.ods import rewrite
 from framework.ods.commit import DEAD_LETTER_KEY, commit_table, write_dead_letter
-from framework.ods.context import BatchContext, HighWater, TableState
+from framework.ods.context import BatchContext, TableState
 from framework.ods.discover import auto_create, resolve_keys
 from framework.ods.parse import classify, envelopes, summarize
 from framework.ods.prepare import Prepared, prepare
@@ -41,6 +41,7 @@ from framework.runtime.faults import failpoint
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
 from framework.table import hudi, hudi_layout
+from models.commit_meta import OdsCommit
 from models.config import OdsTable
 from models.records import BatchResult
 
@@ -70,10 +71,11 @@ class OdsBatchWriter:
         st = self.state.setdefault(t.table_name, TableState())
         if st.loaded:
             return st
-        path = self.layout.table(t.qualified_name)
+        table = self.ctx.table(t)
         rewrite.recover(self.spark, self.layout, t.qualified_name)  # a rewrite a crash interrupted
-        if hudi.table_exists(path):
-            schema = hudi.read(self.spark, path).schema
+        table.settle()  # a creation a crash interrupted: no data, removed
+        if table.committed():
+            schema = table.schema(self.spark)
             st.columns = {
                 f.name: normalize(f.dataType.simpleString())
                 for f in schema.fields
@@ -81,19 +83,16 @@ class OdsBatchWriter:
                 and not (t.partition_by and f.name == t.partition_by.derived_name)
             }
             recorded: str | None = None
-            for _inst, meta in hudi.commit_metadata(self.spark, path):
-                recorded = meta.get(hudi_layout.META_KEY, recorded)
-                if "bootstrap_watermark" in meta:
-                    st.watermark = meta["bootstrap_watermark"]
-                if meta.get("ods_key"):
-                    st.key = meta["ods_key"].split(",")
-                if meta.get("ods_high_water"):
-                    st.high_water = HighWater.model_validate_json(meta["ods_high_water"])
-                if meta.get("ods_tombstones"):
-                    st.migrated = True
-                if "ods_stream" in meta:
-                    st.last_stream = meta["ods_stream"]
-                    st.last_batch = int(meta.get("ods_batch", "-1"))
+            state = OdsCommit()
+            for c in table.commits():
+                recorded = c.lake.get(hudi_layout.META_KEY, recorded)
+                mark = OdsCommit.from_meta(c.lake)
+                state = state.then(mark)
+                if mark.stream is not None:  # the last batch is the last commit's that has one
+                    st.last_stream, st.last_batch = mark.stream, mark.batch if mark.batch is not None else -1
+            st.watermark, st.high_water, st.migrated = state.bootstrap_watermark, state.high_water, state.tombstones
+            if state.key:
+                st.key = state.key
             _check_layout(t, recorded)
         st.loaded = True
         return st

@@ -34,13 +34,14 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from framework.ods.batch import OdsBatchWriter
-from framework.ods.commit import DEAD_LETTER_KEY, DEAD_LETTER_WAIT_SECONDS
+from framework.ods.commit import DEAD_LETTER_WAIT_SECONDS
 from framework.ods.tombstones import REFUSED
 from framework.project.config import Project
 from framework.runtime.faults import failpoint
 from framework.runtime.lock import LockHeldError, hold, replay_lock, table_lock
 from framework.runtime.paths import Layout
-from framework.table import hudi
+from framework.table import kinds
+from framework.table.lake_table import ProjectDefaults
 from models.config import OdsTable
 from models.records import DeadLetterGroup, DeadLetterSample, PurgeResult, ReplayResult
 
@@ -54,11 +55,10 @@ def _journal(layout: Layout) -> Any:
 
 def _read(spark: SparkSession, layout: Layout, as_of: str | None = None) -> DataFrame | None:
     """The dead letter's rows (with the mark columns, NULL in rows written before them), or None."""
-    path = layout.dead_letter
-    if not hudi.table_exists(path) or not hudi.completed_instants(spark, path):
+    table = kinds.dead_letter(layout, ProjectDefaults())
+    if not table.committed():
         return None
-    r = spark.read.format("hudi")
-    df = (r.option("as.of.instant", as_of) if as_of else r).load(str(path))
+    df = table.read(spark, as_of)
     df = df.select(*[c for c in df.columns if not c.startswith("_hoodie_")])
     return df.select("*", *[F.lit(None).cast(t).alias(c) for c, t in MARKS.items() if c not in df.columns])
 
@@ -115,7 +115,7 @@ def replay(spark: SparkSession, project: Project, table: OdsTable | None, reason
     with _exclusive(lock, "lake dead-letter replay"):
         if fs.exists(_journal(layout)):
             out.append(_run(spark, project, json.loads(fs.read_text(_journal(layout))), lock, run_id, resumed=True))
-        instants = hudi.completed_instants(spark, layout.dead_letter)
+        instants = kinds.dead_letter(layout, ProjectDefaults.of(project)).instants()
         if instants:
             j = {"id": uuid.uuid4().hex[:12], "as_of": instants[-1].completed, "source": table.source if table else None, "reason": reason,
                  "allow_expired": allow_expired, "started": datetime.now(timezone.utc).isoformat()}
@@ -189,7 +189,7 @@ def purge(spark: SparkSession, project: Project, table: OdsTable | None, reason:
     layout = Layout(project.warehouse)
     res = PurgeResult(include_pending=include_pending)
     with _exclusive(lock, "lake dead-letter purge"):
-        instants = hudi.completed_instants(spark, layout.dead_letter) if hudi.table_exists(layout.dead_letter) else []
+        instants = kinds.dead_letter(layout, ProjectDefaults.of(project)).instants()
         # Read as of one instant: what is counted is what goes, whatever an ingest adds meanwhile.
         df = _read(spark, layout, instants[-1].completed) if instants else None
         if df is None:
@@ -213,8 +213,6 @@ def _write(spark: SparkSession, project: Project, rows: DataFrame, command: str)
     """Upsert into the dead letter, under its lock (ingests write it too, framework/ods/commit.py)."""
     layout = Layout(project.warehouse)
     cfg = project.config
-    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False,
-                              local=cfg.spark.master.startswith("local"), extra=cfg.hudi, catalog=cfg.catalog, sql_name="_lake.dead_letter")
     with hold(layout.locks, [table_lock("_lake.dead_letter")], timeout=DEAD_LETTER_WAIT_SECONDS, command=command,
               settings=cfg.locks, spark_conf=cfg.spark.conf):
-        hudi.write(rows, layout.dead_letter, opts, {})
+        kinds.dead_letter(layout, ProjectDefaults.of(project)).commit(rows)

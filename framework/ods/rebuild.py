@@ -67,7 +67,7 @@ def rebuild(spark: SparkSession, project: Project, table: OdsTable, *, dump: Pat
     q = table.qualified_name
     layout = Layout(project.warehouse)
     fs = layout.fs
-    before = _check_loss(spark, project, q, dump, accept_loss)
+    before = _check_loss(spark, project, table, dump, accept_loss)
     fs.write_text(layout.rebuild_pending(q), json.dumps({"started": datetime.now(timezone.utc).isoformat(), "dump": str(dump or "")}))
     for loc in (layout.table(q), layout.tombstones(q), layout.staging(q), rewrite_marker(layout, q)):
         fs.delete(loc)
@@ -93,12 +93,13 @@ def rebuild(spark: SparkSession, project: Project, table: OdsTable, *, dump: Pat
                          given_up=before.lost if dump is None else 0)
 
 
-def _check_loss(spark: SparkSession, project: Project, q: str, dump: Path | None, accept_loss: bool) -> Loss:
+def _check_loss(spark: SparkSession, project: Project, t: OdsTable, dump: Path | None, accept_loss: bool) -> Loss:
     """The table's rows before, and those the source cannot bring back; refused unless a dump
     brings them (`--path`) or the user accepts the loss."""
     if dump is not None:
-        return Loss(rows=retention.row_count(spark, Layout(project.warehouse).table(q)))
-    found = retention.loss(spark, project, q)
+        return Loss(rows=retention.row_count(spark, project, t))
+    q = t.qualified_name
+    found = retention.loss(spark, project, t)
     if found.lost and not accept_loss:
         raise LakeError(f"{found.message(q)}. Nothing was changed.",
                         fix=f"rebuild from a dump of the source table that brings them back: lake ingest --rebuild {q} --path DUMP "

@@ -30,8 +30,10 @@ from framework.project.config import Project
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
 from framework.runtime.storage import storage_for
-from framework.table import hudi
-from models.config import KafkaSourceConfig
+from framework.table import kinds
+from framework.table.columns import live
+from framework.table.lake_table import LakeTable, ProjectDefaults
+from models.config import KafkaSourceConfig, OdsTable
 
 _KAFKA_LOC = r"^(.+)/([0-9]+)/([0-9]+)$"
 _FILE_LOC = r"^(.+):([0-9]+)$"
@@ -55,13 +57,12 @@ class Loss:
                 f"longer in the source{e_g}; {self.where}")
 
 
-def loss(spark: SparkSession, project: Project, qualified: str) -> Loss:
-    """What rebuilding `qualified` from the source alone would lose (see the module docstring)."""
+def loss(spark: SparkSession, project: Project, t: OdsTable) -> Loss:
+    """What rebuilding `t` from the source alone would lose (see the module docstring)."""
     layout = Layout(project.warehouse)
-    path = layout.table(qualified)
     src = project.config.ods.source
     earliest = earliest_offsets(spark, src) if isinstance(src, KafkaSourceConfig) else None
-    stored = _stored(spark, path)
+    stored = _stored(spark, kinds.ods(layout, ProjectDefaults.of(project), t))
     if stored is None:
         if earliest is None:
             return Loss(rows=None)
@@ -83,20 +84,20 @@ def loss(spark: SparkSession, project: Project, qualified: str) -> Loss:
     return out
 
 
-def row_count(spark: SparkSession, path: Location) -> int | None:
+def row_count(spark: SparkSession, project: Project, t: OdsTable) -> int | None:
     """The table's live rows (None: no readable table)."""
-    stored = _stored(spark, path)
+    stored = _stored(spark, kinds.ods(Layout(project.warehouse), ProjectDefaults.of(project), t))
     return None if stored is None else stored.count()
 
 
-def _stored(spark: SparkSession, path: Location) -> DataFrame | None:
+def _stored(spark: SparkSession, table: LakeTable) -> DataFrame | None:
     """The table's live rows' `_source`, or None when there is no readable table."""
-    if not hudi.table_exists(path) or not hudi.completed_instants(spark, path):
+    if not table.committed():
         return None
-    df = hudi.read(spark, path)
+    df = table.read(spark)
     if "_source" not in df.columns:
         return None
-    return (df.where(~F.col("_deleted")) if "_deleted" in df.columns else df).select("_source")
+    return df.where(live(df)).select("_source")
 
 
 def earliest_offsets(spark: SparkSession, cfg: KafkaSourceConfig) -> dict[tuple[str, int], int]:

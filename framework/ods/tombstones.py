@@ -39,8 +39,8 @@ from pyspark.sql import functions as F
 from framework.ods.context import BatchContext
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
-from framework.table import hudi
 from framework.table.columns import live
+from models.commit_meta import BatchMark
 from models.config import OdsTable
 
 # The commit metadata key every ODS commit carries once its table keeps tombstones (no soft deletes
@@ -58,8 +58,8 @@ def mark_replayed(ctx: BatchContext, t: OdsTable, out: DataFrame, migrating: boo
     (`soft_deleted`) count as tombstones too. With the table's expiry `horizon` (a replay's
     batch), also `_lake_at_risk`: an event older than it whose key has no tombstone
     (`refuse_expired` looks the key up in the table)."""
-    path = ctx.layout.tombstones(t.qualified_name)
-    exists = _written(ctx, path)
+    table = ctx.tombstones(t)
+    exists = table.committed()
     if not t.key or not (exists or migrating):
         out = out.withColumn("_lake_replayed", F.lit(False))
         if horizon is None:
@@ -67,7 +67,7 @@ def mark_replayed(ctx: BatchContext, t: OdsTable, out: DataFrame, migrating: boo
         return out.withColumn("_lake_at_risk", _older(horizon))
     keys = [F.col(f"`{k}`").alias(f"_lake_t{i}") for i, k in enumerate(t.key)]
     parts = [out.where(F.col("_lake_truncated") == 3).select(*keys, "_seq")] if migrating else []
-    parts += [hudi.read(ctx.spark, path).select(*keys, "_seq")] if exists else []
+    parts += [table.read(ctx.spark).select(*keys, "_seq")] if exists else []
     tomb = reduce(DataFrame.unionByName, parts).groupBy(*[f"_lake_t{i}" for i in range(len(t.key))]).agg(F.max("_seq").alias("_lake_tomb"))
     on = reduce(lambda a, b: a & b, [F.col(f"`{k}`").eqNullSafe(F.col(f"_lake_t{i}")) for i, k in enumerate(t.key)])
     joined = out.join(tomb, on, "left")
@@ -90,9 +90,9 @@ def refuse_expired(ctx: BatchContext, t: OdsTable, out: DataFrame) -> DataFrame:
     """The locations (`loc`) of the events `mark_replayed` put at risk whose key has no live row
     in the table either: replaying them could re-insert a key deleted after them."""
     risky = out.where(F.col("_lake_at_risk"))
-    path = ctx.layout.table(t.qualified_name)
-    if hudi.table_exists(path):
-        stored = hudi.read(ctx.spark, path)
+    table = ctx.table(t)
+    if table.committed():
+        stored = table.read(ctx.spark)
         keys = stored.where(live(stored)).select(*[F.col(f"`{k}`").alias(f"_lake_l{i}") for i, k in enumerate(t.key)])
         on = reduce(lambda a, b: a & b, [F.col(f"`{k}`").eqNullSafe(F.col(f"_lake_l{i}")) for i, k in enumerate(t.key)])
         risky = risky.join(keys, on, "left_anti")
@@ -127,7 +127,7 @@ def soft_deleted(ctx: BatchContext, t: OdsTable, target: dict[str, str]) -> Data
     """The soft-deleted rows (`_deleted`) of a table written before tombstones, as deletes at
     their own position: the first batch after the upgrade moves them into the tombstone table and
     removes them (None: the table has no `_deleted` column)."""
-    stored = hudi.read(ctx.spark, ctx.layout.table(t.qualified_name))
+    stored = ctx.table(t).read(ctx.spark)
     if "_deleted" not in stored.columns:
         return None
     gone = stored.where(F.col("_deleted"))
@@ -142,7 +142,7 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> int
     """Upsert a tombstone for every key whose last event in `rows` (what the ODS commit writes) is
     a delete, and remove tombstones older than the retention; before the ODS commit. Returns how
     many expired."""
-    path = ctx.layout.tombstones(t.qualified_name)
+    table = ctx.tombstones(t)
     keys = [F.col(f"`{k}`") for k in t.key]
     # The last event per key from the key, `_seq` and the two columns a tombstone needs only: a
     # shuffle of a few narrow columns, not (as a window over the rows was) of every whole row.
@@ -152,9 +152,9 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> int
     new = last.where(F.col("_lake_last._deleted")).select(
         *keys, F.col("_seq"), F.col("_lake_last._ingested_at").alias("_deleted_at"), F.lit(False).alias("_hoodie_is_deleted"))
     out = new
-    if _written(ctx, path):
+    if table.committed():
         days = ctx.project.config.ods.tombstone_retention_days
-        old = hudi.read(ctx.spark, path)
+        old = table.read(ctx.spark)
         cutoff = datetime.now(timezone.utc) - timedelta(days=days)
         expired = old.where(F.col("_deleted_at") < F.lit(cutoff)).select(*keys, "_seq", "_deleted_at").join(
             new.select(*keys), list(t.key), "left_anti")
@@ -166,9 +166,8 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> int
     n_expired, newest = counts.get(True, (0, None))
     if newest is not None:
         _raise_horizon(ctx.layout, t.qualified_name, newest)
-    opts = hudi.write_options(name=f"{t.table_name}_tombstones", key=t.key, ordering="_seq", partition=None, cdc=False,
-                              local=ctx.local, extra=ctx.project.config.hudi)
-    hudi.write(out, path, opts, {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id)})
+    # A table whose creation a kill interrupted (no completed commit) is removed first (LakeTable.settle).
+    table.commit(out, BatchMark(stream=ctx.stream_id, batch=batch_id))
     return int(n_expired)
 
 
@@ -177,10 +176,3 @@ def _raise_horizon(layout: Layout, qualified: str, seq: str) -> None:
     before = expired_horizon(layout, qualified)
     if before is None or seq > before:
         layout.fs.write_text(horizon_file(layout, qualified), json.dumps({"seq": seq, "at": datetime.now(timezone.utc).isoformat()}))
-
-
-def _written(ctx: BatchContext, path: Location) -> bool:
-    """Whether the tombstone table has a completed commit: a run killed inside its first commit
-    leaves `hoodie.properties` and an inflight instant, which Hudi reads as a relation without
-    columns."""
-    return hudi.table_exists(path) and bool(hudi.completed_instants(ctx.spark, path))

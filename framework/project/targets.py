@@ -63,8 +63,9 @@ class Document:
     secrets: dict[str, str] = field(default_factory=dict)  # environment value -> variable name
 
 
-def read_yaml(text: str, rel: str, *, targets: bool = False, request: Request | None = None) -> Document:
-    """Parse `text` (raises yaml.YAMLError); with `targets`, apply lake.yaml's chosen target."""
+def read_yaml(text: str, rel: str, *, targets: bool = False, request: Request | None = None, expand: bool = True) -> Document:
+    """Parse `text` (raises yaml.YAMLError); with `targets`, apply lake.yaml's chosen target; with
+    `expand` off, keep every `${VAR}` as written (for a copy of the file: no secret in it)."""
     node = yaml.compose(text)
     doc = Document(node, None)
     if targets and isinstance(node, yaml.MappingNode):
@@ -72,7 +73,7 @@ def read_yaml(text: str, rel: str, *, targets: bool = False, request: Request | 
         doc.node = node
     elif request is not None and request.by != ENV_VAR and targets:
         doc.issues.append(_no_targets(rel, request))
-    if node is not None:
+    if node is not None and expand:
         _expand(node, rel, (), doc, set())
     if doc.issues:
         return doc
