@@ -35,6 +35,7 @@ def _file(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     group: dict[str, str] = {}
     rank: dict[str, int] = {}  # 0: a slow end-to-end file, 1: a Spark file, 2: the rest
