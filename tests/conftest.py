@@ -21,7 +21,7 @@ FIXTURES = REPO.parent / "shared" / "fixtures"
 pytest_plugins = ["tests.strict_skips"]
 
 
-# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadfile`): much of a test's
+# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadfile --no-loadscope-reorder`): much of a test's
 # time is a JVM starting, a service polling or Python driving Spark, which leaves a core idle. A
 # file is one unit (its tests may build on each other through module fixtures); each worker starts
 # the services its files need. Slow files go first so that neither worker is left with a long one
