@@ -63,7 +63,7 @@ submit-archive: install
 # LAKE_STRICT_SKIPS=1: a test that would skip for a missing install (MariaDB, Chromium, hudi-rs)
 # fails instead, so CI never passes with a broken install (tests/strict_skips.py).
 test: install
-	LAKE_STRICT_SKIPS=1 $(VENV)/bin/pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=25
+	LAKE_STRICT_SKIPS=1 $(VENV)/bin/pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 unit: install
 	$(VENV)/bin/pytest -q -m "not spark" tests/unit

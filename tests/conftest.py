@@ -21,22 +21,16 @@ FIXTURES = REPO.parent / "shared" / "fixtures"
 pytest_plugins = ["tests.strict_skips"]
 
 
-# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadgroup`): much of a test's
+# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadfile --no-loadscope-reorder`): much of a test's
 # time is a JVM starting, a service polling or Python driving Spark, which leaves a core idle. A
-# file is one unit (its tests may build on each other through module fixtures). The MariaDB +
-# Kafka Connect chain and the Hive metastore are slow to start, so the files that use one share a
-# group and the service starts once; the broker and the S3 server start in a few seconds, once per
-# worker that needs them. Slow files go first so that neither worker is left with a long one at
-# the end.
-SHARED_SERVICES = {"cdc_chain": "cdc-chain", "hive_metastore": "hive-metastore"}
-
-
+# file is one unit (its tests may build on each other through module fixtures); each worker starts
+# the services its files need. Slow files go first so that neither worker is left with a long one
+# at the end. (Not `loadgroup`: pytest 9 ignores the node id suffix xdist 3.8 groups by.)
 def _file(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    group: dict[str, str] = {}
     rank: dict[str, int] = {}  # 0: a slow end-to-end file, 1: a Spark file, 2: the rest
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
@@ -44,12 +38,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
         if "kafka_broker" in names:
             item.add_marker(pytest.mark.kafka)
-        path = _file(item)
-        shared = next((g for f, g in SHARED_SERVICES.items() if f in names), None)
-        group[path] = shared or group.get(path) or path
-        rank[path] = min(rank.get(path, 2), 0 if item.get_closest_marker("slow") else 1 if "spark" in names else 2)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group[_file(item)]))
+        mine = 0 if item.get_closest_marker("slow") else 1 if "spark" in names else 2
+        rank[_file(item)] = min(rank.get(_file(item), 2), mine)
     items.sort(key=lambda i: rank[_file(i)])  # stable: file order kept within each rank
 
 
