@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from framework.demo.connect import COMMON
 from framework.demo.services import Service, free_port, log_tail
 from framework.errors import EnvironmentProblem
 
 USER, PASSWORD = "lake", "lake-cdc"  # a loopback-only server that lives as long as a test
+# A database outside every connector's include list: wait_caught_up writes to it (connect.py).
+PING_DB = "lake_chain_ping"
 # SQL text, or text with %s placeholders and their values (PyMySQL quotes them).
 Statement = str | tuple[str, tuple[Any, ...]]
 
@@ -54,10 +57,12 @@ class MariaDB(Service):
     """One mariadbd process with its own datadir; a context manager. See the module docstring."""
 
     name = "mariadbd"
+    flavor = "mariadb"
 
     def __init__(self, work_dir: Path | str, *, start_timeout: float = 60.0, stop_timeout: float = 30.0) -> None:
         super().__init__(work_dir, start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.port = 0
+        self._replicas = 0  # connectors made: each reads the binlog as its own replica id
 
     @property
     def socket(self) -> Path:
@@ -177,6 +182,37 @@ class MariaDB(Service):
                 return [d[0] for d in cur.description], list(cur.fetchall())
         finally:
             conn.close()
+
+    # -- what Debezium's MariaDB connector needs (framework.demo.connect.CaptureSource) ---------
+    def connector_config(self, name: str, prefix: str, databases: Sequence[str], servers: str, heartbeat_ms: int) -> dict[str, str]:
+        """Debezium's MariaDB connector for `databases` (docs/guides/real-database.md has the table)."""
+        self._replicas += 1
+        return {
+            "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+            "database.hostname": "127.0.0.1", "database.port": str(self.port), "database.user": USER, "database.password": PASSWORD,
+            # A replica id: not the server's own (1), one per connector.
+            "database.server.id": str(5400 + self._replicas),
+            "database.include.list": ",".join(databases), "topic.prefix": prefix,
+            "schema.history.internal.kafka.bootstrap.servers": servers,
+            "schema.history.internal.kafka.topic": f"{prefix}.schema-history",
+            "include.schema.changes": "true", "heartbeat.interval.ms": str(heartbeat_ms),
+            **COMMON,
+        }  # fmt: skip
+
+    def capture_target(self) -> tuple[str, int]:
+        self.execute([f"CREATE DATABASE IF NOT EXISTS {PING_DB}",
+                      f"CREATE TABLE IF NOT EXISTS {PING_DB}.ping (id INT PRIMARY KEY, at DATETIME(6))"])
+        _cols, rows = self.query("SHOW MASTER STATUS")
+        return str(rows[0][0]), int(rows[0][1])
+
+    def reached(self, offset: Mapping[str, Any], target: Any) -> bool:
+        return "file" in offset and (str(offset["file"]), int(offset.get("pos", 0))) >= tuple(target)
+
+    def ping(self) -> None:
+        self.execute(f"REPLACE INTO {PING_DB}.ping VALUES (1, NOW(6))")
+
+    def forget(self, name: str) -> None:
+        """Nothing: a binlog reader leaves nothing behind in the server."""
 
     def __repr__(self) -> str:
         state = f"pid {self.process.pid} on 127.0.0.1:{self.port}" if self.process else "stopped"
