@@ -180,3 +180,4 @@ class UnitTestResult(BaseModel):
     mode: str | None = None  # how lake built the changes: the strategy ("aggregate"), or "recompute, full strategy"
     message: str | None = None
     seconds: float = 0.0
+    cached: bool = False  # passed before with the same model, test and inputs: not rerun (framework/modeltest/cache.py)

@@ -161,15 +161,17 @@ def demo(obj: Ctx, events: int | None, seed: int, fresh: bool, kafka: bool, sour
 @click.option("--exclude", multiple=True, help="Selectors to leave out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--skip-tests", is_flag=True, help="Do not run the selected models' unit tests first.")
+@click.option("--rerun-tests", is_flag=True, help="Run every unit test, also those unchanged since they last passed.")
 @click.option("--env", default=None, metavar="NAME", help="Build into environment NAME (_env/NAME/); other tables are read from production as of a pinned instant.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
 def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, skip_tests: bool,
-          env: str | None, lock_timeout: float) -> None:
+          rerun_tests: bool, env: str | None, lock_timeout: float) -> None:
     """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance.
 
-    Each model's unit tests run first (`lake test`); a failing test stops that model and its descendants."""
+    Each model's unit tests run first (`lake test`); a failing test stops that model and its descendants.
+    A test whose model, test and inputs are unchanged since it last passed here is not rerun."""
     from framework.commands.build import run_build
     from framework.modeltest.render import print_results
     from framework.runtime import terminal as report
@@ -184,7 +186,7 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
         run = functools.partial(run_env_build, env=env) if env else run_build
         rec = run(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
                   on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale,
-                  unit_tests=not skip_tests, on_tests=None if (obj.quiet or as_json) else lambda r: print_results(obj.console, r))
+                  unit_tests=not skip_tests, rerun_tests=rerun_tests, on_tests=None if (obj.quiet or as_json) else lambda r: print_results(obj.console, r))
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json") for r in rec.models], indent=2))  # datetimes as ISO text
     else:

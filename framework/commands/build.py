@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from framework.commands.common import locked, recorded
-from framework.commands.test import build_cases, run_in_child, shares_session, stopped_models
+from framework.commands.test import BuildTests, stopped_models
 from framework.project.config import Project
 from framework.runtime.history import settle_models
 from framework.runtime.lock import table_lock
@@ -19,21 +19,18 @@ from models.unit_test import UnitTestResult
 def run_build(*, project: Project, selection: Selection, incremental: bool, lock_timeout: float, argv: Sequence[str],
               on_start: Callable[[str], None] | None = None, on_result: Callable[[ModelResult], None] | None = None,
               on_stale: Callable[[str, LockHolder], None] | None = None, unit_tests: bool = False,
-              on_tests: Callable[[list[UnitTestResult]], None] | None = None) -> RunRecord:
+              on_tests: Callable[[list[UnitTestResult]], None] | None = None, rerun_tests: bool = False) -> RunRecord:
     """Build the selection (one writer per model: its table lock, taken before Spark starts).
     With `unit_tests`, the selected models' unit tests run first: a model whose tests fail is not
     built (failed, with the diff as its error) and its descendants are skipped; `on_tests` gets
-    the results. They share the build's session when it is local, else run in a child process."""
-    cases = build_cases(project, selection) if unit_tests else []
+    the results. They share the build's session when it is local, else run in a child process;
+    a test unchanged since it last passed is not rerun unless `rerun_tests`."""
+    tests = BuildTests.prepare(project, selection, enabled=unit_tests, rerun=rerun_tests)
     with locked(project, [table_lock(n) for n in selection.chosen], lock_timeout, argv, on_stale):
-        child = bool(cases) and not shares_session(project)  # decided before this process starts Spark
-        tested = run_in_child(project, cases) if child else []
+        tests.before_spark()
         spark = spark_session(project)
         with recorded(project, "build", argv) as rec:
-            if cases and not child:
-                from framework.modeltest.run import run_cases
-
-                tested = run_cases(spark, project, selection.models, cases)
+            tested = tests.run(spark)
             if tested and on_tests:
                 on_tests(tested)
             results = build(spark, project, list(selection.chosen), [], incremental, on_start=on_start, on_result=on_result,

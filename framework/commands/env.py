@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from framework.commands.build import run_build
-from framework.commands.test import build_cases, run_in_child, shares_session, stopped_models
+from framework.commands.test import BuildTests, stopped_models
 from framework.envs import layout as envs
 from framework.project.config import Project
 from framework.runtime import history
@@ -40,14 +40,13 @@ def _latest(spark: SparkSession, layout: Layout, tables: set[str]) -> dict[str, 
 def run_env_build(*, project: Project, selection: Selection, env: str, incremental: bool, lock_timeout: float, argv: Sequence[str],
                   on_start: Callable[[str], None] | None = None, on_result: Callable[[ModelResult], None] | None = None,
                   on_stale: Callable[[str, LockHolder], None] | None = None, unit_tests: bool = False,
-                  on_tests: Callable[[list[UnitTestResult]], None] | None = None) -> RunRecord:
+                  on_tests: Callable[[list[UnitTestResult]], None] | None = None, rerun_tests: bool = False) -> RunRecord:
     """Build the selection into environment `env`: its tables, run record, quality results and
     locks under `_env/<env>/`; every other table read from production as of its pin. With
     `unit_tests`, the models' unit tests run first, as `lake build` runs them."""
     envs.check_name(env)
-    cases = build_cases(project, selection) if unit_tests else []
-    child = bool(cases) and not shares_session(project)  # decided before this process starts Spark
-    tested = run_in_child(project, cases) if child else []
+    tests = BuildTests.prepare(project, selection, enabled=unit_tests, rerun=rerun_tests)
+    tests.before_spark()
     warehouse = project.warehouse
     root = envs.env_root(warehouse, env)
     names = [table_lock(n) for n in selection.chosen]
@@ -60,10 +59,7 @@ def run_env_build(*, project: Project, selection: Selection, env: str, increment
         # production's entries there.
         private = replace(project, config=project.config.model_copy(update={"catalog": CatalogConfig()}))
         with history.recorded(layout, "build", list(argv), project.target) as rec:
-            if cases and not child:
-                from framework.modeltest.run import run_cases
-
-                tested = run_cases(spark, project, selection.models, cases)
+            tested = tests.run(spark)
             if tested and on_tests:
                 on_tests(tested)
             results = build(spark, private, list(selection.chosen), [], incremental, on_start=on_start, on_result=on_result,

@@ -12,11 +12,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.errors import LakeError
+from framework.modeltest.cache import PassedTests
 from framework.modeltest.cases import Case, discover
 from framework.modeltest.render import failure_text
 from framework.project.config import Project
@@ -65,6 +66,49 @@ def test_session(project: Project) -> SparkSession:
 def build_cases(project: Project, selection: Selection) -> list[Case]:
     """The unit tests `lake build` runs first (config errors before locks and Spark)."""
     return discover(project, selection.models, selection.chosen)
+
+
+@dataclass
+class BuildTests:
+    """The unit tests a build runs before it builds: those unchanged since they passed are not
+    rerun (framework/modeltest/cache.py); the rest run in the build's session when it is local,
+    else in a `lake test` child process started before this process starts Spark."""
+
+    project: Project
+    selection: Selection
+    cases: list[Case] = field(default_factory=list)
+    kept: list[UnitTestResult] = field(default_factory=list)  # passed before, unchanged: not run
+    child: list[UnitTestResult] | None = None  # results of the child process, when one ran
+
+    @classmethod
+    def prepare(cls, project: Project, selection: Selection, *, enabled: bool, rerun: bool) -> BuildTests:
+        """Find the tests (config errors before locks and Spark) and set aside the unchanged ones."""
+        out = cls(project, selection)
+        if not enabled:
+            return out
+        out.cases = build_cases(project, selection)
+        if out.cases and not rerun:
+            out.cases, out.kept = PassedTests(project).split(out.cases)
+        return out
+
+    def before_spark(self) -> None:
+        """Run the tests in a child process when the build's session cannot run them."""
+        if self.cases and not shares_session(self.project):
+            self.child = self._recorded(run_in_child(self.project, self.cases))
+
+    def run(self, spark: SparkSession) -> list[UnitTestResult]:
+        """Every result: the unchanged passes, then the tests run now (in `spark` unless a child ran them)."""
+        if self.child is not None:
+            return self.kept + self.child
+        if not self.cases:
+            return list(self.kept)
+        from framework.modeltest.run import run_cases
+
+        return self.kept + self._recorded(run_cases(spark, self.project, self.selection.models, self.cases))
+
+    def _recorded(self, results: list[UnitTestResult]) -> list[UnitTestResult]:
+        PassedTests(self.project).record(self.cases, results)
+        return results
 
 
 def shares_session(project: Project) -> bool:

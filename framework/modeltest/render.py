@@ -28,6 +28,9 @@ def print_results(console: Console, results: Sequence[UnitTestResult]) -> None:
 def print_result(console: Console, r: UnitTestResult) -> None:
     where = f"{r.file}:{r.line}" if r.line else r.file
     what = f" (full rebuild and incremental: {r.mode})" if r.incremental and r.mode else " (full rebuild and incremental)" if r.incremental else ""
+    if r.status == "pass" and r.cached:
+        console.print(Text.assemble(("PASS", "green"), f" {r.model}: {r.test}{what}  unchanged since it passed, not rerun"))
+        return
     if r.status == "pass":
         console.print(Text.assemble(("PASS", "green"), f" {r.model}: {r.test}{what}  {r.seconds:.1f}s"))
         return
@@ -62,6 +65,9 @@ def summary(results: Sequence[UnitTestResult]) -> str:
     counts = {s: sum(1 for r in results if r.status == s) for s in ("pass", "fail", "error")}
     parts = [f"{counts['pass']} passed"] + [f"{n} {s}ed" if s == "fail" else f"{n} error{'s' if n != 1 else ''}"
                                             for s, n in (("fail", counts["fail"]), ("error", counts["error"])) if n]
+    cached = sum(1 for r in results if r.cached)
+    if cached:
+        parts[0] += f" ({cached} unchanged since they passed, not rerun)"
     return f"unit tests: {', '.join(parts)}"
 
 

@@ -1,6 +1,6 @@
 """`lake test` and the unit tests `lake build` runs first, through the CLI: passing tests (YAML,
 inline CSV, CSV files), a failing one with its diff table, an incremental test that catches a
-model whose incremental build is wrong, the build gate and --skip-tests, and a fresh process that
+model whose incremental build is wrong, the build gate, --skip-tests and tests not rerun while unchanged, and a fresh process that
 passes with no warehouse at all. One Spark session and one project serve the `lake test` tests.
 
 The oracle is the expected rows written by hand in each test's YAML (worked out from the given
@@ -198,6 +198,15 @@ def test_build_runs_the_unit_tests_first_and_skip_tests_opts_out(tmp_path: Path,
     assert "unit tests: 2 passed, 1 failed" in out.output
     assert "dwd.big: unit test failed: wrong" in out.output and "dws.big_count: upstream dwd.big failed" in out.output
     assert not (lp.root / "warehouse" / "dwd" / "big").exists() and (lp.root / "warehouse" / "dws" / "user_count").is_dir()
+    # Again: the two tests that passed are unchanged and not rerun; the failing one runs again.
+    out = lake(lp, "build")
+    assert "unit tests: 2 passed (2 unchanged since they passed, not rerun), 1 failed" in out.output, out.output
+    assert "PASS dws.user_count: one  unchanged since it passed, not rerun" in out.output and "FAIL dwd.big: wrong" in out.output
+    # A changed model runs its tests again, and so does --rerun-tests.
+    (lp.root / "layers" / "dws" / "user_count.sql").write_text("select device_model, count(1) as n from ods.user group by device_model")
+    for args in ((), ("--rerun-tests",)):
+        out = lake(lp, "build", "dws.user_count", *args)
+        assert out.exit_code == 0 and "unit tests: 1 passed" in out.output and "unchanged" not in out.output, out.output
     out = lake(lp, "build", "--skip-tests", "--json")
     assert out.exit_code == 0, out.output
     assert {r["model"]: r["mode"] for r in json.loads(out.stdout)} == {"dwd.big": "full", "dws.big_count": "full", "dws.user_count": "full"}
