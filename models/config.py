@@ -159,6 +159,9 @@ class OdsSettings(StrictModel):
     tombstone_retention_days: float = Field(default=30, ge=0)
     # Every ODS table's `freshness:` unless the table sets its own (`freshness: null`: none).
     freshness: FreshnessConfig | None = None
+    # What Debezium's PostgreSQL connector writes for an unchanged TOASTed value (its
+    # `unavailable.value.placeholder`): lake keeps the key's earlier value instead (framework/ods/unavailable.py).
+    unavailable_value_placeholder: str = Field(default="__debezium_unavailable_value", min_length=1)
 
 
 class BuildSettings(StrictModel):

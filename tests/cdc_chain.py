@@ -71,3 +71,15 @@ def running_postgres(work_dir: Path, broker: KafkaBroker, worker: ConnectWorker)
         pytest.skip(f"the PostgreSQL chain needs PostgreSQL and pg8000: {e} (run `make install` as root)")
     with Postgres(work_dir / "postgres") as db:
         yield Chain(db, broker, worker, work_dir)
+
+
+def dead_letters(spark: Any, root: Path) -> list[tuple[str, str]]:
+    """(location, reason) of every dead letter of the project at `root`."""
+    from framework.project.config import load_project
+    from framework.runtime.paths import Layout
+    from framework.table import hudi
+
+    path = Layout(load_project(root).warehouse).dead_letter
+    if not hudi.table_exists(path):
+        return []
+    return [(r["loc"], r["reason"]) for r in hudi.read(spark, path).select("loc", "reason").collect()]

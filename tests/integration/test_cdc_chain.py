@@ -21,6 +21,7 @@ from framework.demo.shop import MODELS, TABLES, Shop, oracle_views, project_file
 from framework.ops.continuous import run_cycle
 from framework.project.config import load_project
 from models.records import RunRecord
+from tests.cdc_chain import dead_letters
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
 
@@ -34,16 +35,6 @@ def _project(root: Path, database: str, servers: str, prefix: str, models: bool 
     return root
 
 
-def _dead_letters(spark: Any, root: Path) -> list[tuple[str, str]]:
-    from framework.runtime.paths import Layout
-    from framework.table import hudi
-
-    path = Layout(load_project(root).warehouse).dead_letter
-    if not hudi.table_exists(path):
-        return []
-    return [(r["loc"], r["reason"]) for r in hudi.read(spark, path).select("loc", "reason").collect()]
-
-
 def _round(spark: Any, root: Path, chain: Any, connect: Any, database: str, models: list[str],
            tables: tuple[str, ...] = TABLES) -> RunRecord:
     """Wait until Debezium published every committed transaction, run one `lake run` cycle, and
@@ -53,7 +44,7 @@ def _round(spark: Any, root: Path, chain: Any, connect: Any, database: str, mode
     assert rec.status == "ok", rec.error
     failed = [m for m in rec.models if m.mode in ("failed", "skipped")]
     assert not failed, failed
-    assert not _dead_letters(spark, root), _dead_letters(spark, root)[:5]
+    assert not dead_letters(spark, root), dead_letters(spark, root)[:5]
     oracle_views(chain.db, database)
     comparisons = compare_all(spark, root / "warehouse", chain.db, database, list(tables), models)
     assert all(c.equal for c in comparisons), "\n".join(c.describe() for c in comparisons if not c.equal)
