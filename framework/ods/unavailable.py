@@ -66,8 +66,9 @@ def fill(out: DataFrame, key: list[str], target: dict[str, str], stored: DataFra
         have = stored.select(*[F.col(f"`{c}`") for c in dict.fromkeys([*key, *cols]) if c in stored.columns])
         have = have.join(wanted.unionByName(old).distinct(), key, "left_semi")
         rows = rows.unionByName(_as_rows(have, out), allowMissingColumns=False)
+    depth = _chain_depth(rows, key)  # a key changed twice in the batch needs two steps
     rows = _carry(rows, key, cols)
-    for _ in range(_chain_depth(rows, key)):  # a key changed twice in the batch needs two steps
+    for _ in range(depth):
         rows = _from_old_key(rows, key, cols)
         rows = _carry(rows, key, cols)
     return rows.where(~F.col("_lake_stored")).drop("_lake_stored", *[f"_lake_prev_{i}" for i in range(len(cols))])
@@ -113,8 +114,9 @@ def _rekeys(rows: DataFrame, key: list[str]) -> DataFrame:
 
 
 def _chain_depth(rows: DataFrame, key: list[str]) -> int:
-    """The longest chain of key changes (old key -> new key, the new key's create still holding a
-    placeholder) in the batch: how many times the old keys' values must be handed on."""
+    """The longest chain of key changes (old key -> new key whose create holds a placeholder) in
+    the batch: how many times the old keys' values must be handed on (read before any filling,
+    so the batch's own events are all it looks at)."""
     dels = _rekeys(rows, key).withColumnRenamed("_lake_pair", "_lake_dpair")
     creates = rows.where(F.col("_op").isin("c", "u") & (F.size(F.col("_unavail")) > 0) & ~F.col("_lake_stored"))
     pairs = creates.join(dels, F.col("_lake_pair") == F.col("_lake_dpair")).select(
