@@ -213,7 +213,7 @@ def project_files(schema: str, bootstrap_servers: str, prefix: str) -> dict[str,
         "lake.yaml": (
             f"name: pgshop\nwarehouse: warehouse\nspark: {{master: 'local[2]', conf: {{spark.sql.shuffle.partitions: '2'}}}}\n"
             f"ods:\n  source:\n    kind: kafka\n    bootstrap_servers: '{bootstrap_servers}'\n"
-            f"    topic_pattern: '(__debezium-heartbeat\\.)?{prefix}(\\..*)?'\n    connect_timeout_seconds: 20\n"
+            f"    topic_pattern: '^(__debezium-heartbeat\\.)?{prefix}(\\..*)?$'\n    connect_timeout_seconds: 20\n"
         ),
         "layers/ods/shop.yaml": ODS_YAML.format(db=DBNAME, schema=schema),
     }

@@ -82,7 +82,7 @@ def test_lossless_widening_through_the_real_chain(tmp_path: Path, spark: Any, cd
     shop = Shop(db, database, seed=5)
     shop.create(customers=5, products=8, orders=10)
     # Only the product topic: the other tables have nothing to widen.
-    root = _project(tmp_path, database, cdc_chain.broker.bootstrap_servers, "widen", models=False, pattern=rf"widen\.{database}\.product")
+    root = _project(tmp_path, database, cdc_chain.broker.bootstrap_servers, "widen", models=False, pattern=rf"^widen\.{database}\.product$")
     with cdc_chain.connector("widen", [database]) as connect:
         _round(spark, root, cdc_chain, connect, database, [], ("product",))
         shop.ddl("ALTER TABLE product MODIFY price DECIMAL(12,2) NULL")
