@@ -155,6 +155,31 @@ class SourceFreshness(BaseModel):
     checked_at: datetime
 
 
+class Delivery(BaseModel):
+    """One message lake tried to send for a run (an alert, an OpenLineage event) that failed, or
+    an alert that went out: the run goes on either way, and its record says so."""
+
+    channel: Literal["alert", "lineage"]
+    target: str  # which target (secrets shown as ${VAR})
+    what: str  # e.g. "build_failed dws.sales", "COMPLETE ingest"
+    ok: bool
+    error: str | None = None
+    at: datetime
+
+
+class Incident(BaseModel):
+    """A problem alerted once and kept open until a run shows it fixed (framework/observe/alerts.py)."""
+
+    key: str  # "<event> <subject>", e.g. "build_failed dws.sales"
+    event: str  # build_failed | ingest_failed | gate_blocked | freshness | dead_letter | lock_lost
+    subject: str  # the table, model or lock concerned
+    reason: str
+    fix: str
+    run_id: str  # the run that opened it
+    opened_at: datetime
+    delivered: list[str] = Field(default_factory=list)  # targets the alert reached (others are retried)
+
+
 class RunRecord(BaseModel):
     """One `lake ingest` or `lake build` run, stored under <warehouse>/_lake/runs/."""
 
@@ -173,6 +198,11 @@ class RunRecord(BaseModel):
     models: list[ModelResult] = Field(default_factory=list)
     freshness: dict[str, Freshness] = Field(default_factory=dict)  # per model built by `lake run`
     sources: dict[str, SourceFreshness] = Field(default_factory=dict)  # ODS tables with `freshness:` (run, check)
+    error_type: str | None = None  # the error's class, e.g. QualityGateError, LockLostError
+    fix: str | None = None  # what the error says to do about it
+    # Per model built: per upstream, the commits completed after the checkpoint the model's table holds.
+    checkpoint_lag: dict[str, dict[str, int]] = Field(default_factory=dict)
+    deliveries: list[Delivery] = Field(default_factory=list)  # alerts sent, alerts and lineage events that failed
 
 
 class LockHolder(BaseModel):
@@ -184,6 +214,12 @@ class LockHolder(BaseModel):
     host: str
     command: str
     since: datetime
+    # An S3 lease only (framework/runtime/lease.py): how long the holder's lease lasts after each
+    # renewal (contenders judge expiry by it, not by their own setting), the token of this holding
+    # (a holder recognises its own object by it) and how often it has been renewed.
+    lease_seconds: int | None = None
+    token: str | None = None
+    renewals: int | None = None
 
 
 class RebuildRecord(BaseModel):

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures"
+# LAKE_STRICT_SKIPS=1 (make test, CI): a skip for a missing install fails (tests/strict_skips.py).
+pytest_plugins = ["tests.strict_skips"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -94,5 +96,7 @@ def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMet
 @pytest.fixture
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
-        pytest.skip(reason="needs ../shared/fixtures (the public Debezium captures) beside the repo")
+        from tests.strict_skips import optional
+
+        optional("needs ../shared/fixtures (the public Debezium captures) beside the repo")
     return FIXTURES

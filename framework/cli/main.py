@@ -21,12 +21,21 @@ from framework.cli.freshness import freshness, print_freshness
 from framework.cli.modeltest import test_cmd
 from framework.cli.runs import runs as runs_group
 from framework.cli.schedule import schedule as schedule_cmd
-from framework.cli.support import LOCK_TIMEOUT, Ctx, handle_errors, say, stale
+from framework.cli.support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
 
 
+def _version(ctx: click.Context) -> None:
+    from framework.cli.retry import version_text
+
+    click.echo(version_text())
+    ctx.exit()
+
+
 @click.group()
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, _p, v: _version(ctx) if v else None,
+              help="Print lake's version (and its PySpark, Hudi and Python), then exit.")
 @click.option("--project", "project_dir", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Project directory (with lake.yaml).")
 @click.option("--target", default=None, metavar="NAME", help="Apply this entry of lake.yaml's `targets:` (default: $LAKE_TARGET, else `default_target:`).")
 @click.option("--debug", is_flag=True, help="Show stack traces.")
@@ -183,7 +192,8 @@ def build(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tupl
     from framework.commands.env import run_env_build
 
     with live as bar:
-        run = functools.partial(run_env_build, env=env) if env else run_build
+        said = None if (obj.quiet or as_json) else (lambda note: say(obj.console, f"note: {note}"))  # else stderr
+        run = functools.partial(run_env_build, env=env, on_note=said) if env else run_build
         rec = run(project=project, selection=chosen, incremental=incremental, lock_timeout=lock_timeout, argv=sys.argv[1:],
                   on_start=bar.on_start if bar else None, on_result=bar.on_result if bar else None, on_stale=stale,
                   unit_tests=not skip_tests, rerun_tests=rerun_tests, on_tests=None if (obj.quiet or as_json) else lambda r: print_results(obj.console, r))
@@ -254,7 +264,8 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
 
 @main.command("run")
 @click.argument("selectors", nargs=-1)
-@click.option("--continuous", is_flag=True, help="Repeat every --trigger until Ctrl-C / SIGTERM (the cycle in flight finishes).")
+@click.option("--once", "mode", flag_value="once", default=True, help="One cycle, then exit (the default).")
+@click.option("--continuous", "mode", flag_value="continuous", help="Repeat every --trigger until Ctrl-C / SIGTERM (the cycle in flight finishes).")
 @click.option("--trigger", default=None, help="Cycle interval for --continuous, e.g. 10s (default ods.trigger_seconds).")
 @click.option("--exclude", multiple=True, help="Selectors to leave out.")
 @click.option("--cycles", type=int, default=None, help="Stop after N cycles (with --continuous).")
@@ -262,10 +273,12 @@ def report_cmd(obj: Ctx, fmt: str, show_path: bool, run_ids: tuple[str, ...], la
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str | None, exclude: tuple[str, ...],
+def run_cmd(obj: Ctx, selectors: tuple[str, ...], mode: str, trigger: str | None, exclude: tuple[str, ...],
             cycles: int | None, as_json: bool, lock_timeout: float) -> None:
     """Ingest, then build incrementally the selected models the new events reach."""
     from framework.ops.run import run_run
+
+    continuous = mode == "continuous"
     from framework.runtime import terminal as report
     from framework.transform.runner import selection
 
@@ -282,7 +295,8 @@ def run_cmd(obj: Ctx, selectors: tuple[str, ...], continuous: bool, trigger: str
 
     records = run_run(project=project, selection=chosen, cycles=cycles if continuous else 1, trigger_seconds=secs,
                       lock_timeout=lock_timeout, argv=sys.argv[1:], on_cycle=show,
-                      on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console), on_stale=stale)
+                      on_result=None if (obj.quiet or as_json) else report.model_printer(obj.console), on_stale=stale,
+                      say=lambda text: say(err_console, text), continuous=continuous)
     if any(r.status == "failed" for r in records[-1:]):
         sys.exit(1)
 
@@ -367,6 +381,10 @@ main.add_command(compact_cmd)
 from framework.cli.dead_letter import dead_letter  # noqa: E402 - its own module: this one is at its size limit
 
 main.add_command(dead_letter)
+
+from framework.cli.retry import retry  # noqa: E402
+
+main.add_command(retry)
 
 if __name__ == "__main__":
     main()

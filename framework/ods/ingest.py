@@ -28,7 +28,7 @@ from framework.errors import EnvironmentProblem, IngestFailed, LakeError
 from framework.ods.batch import OdsBatchWriter, resolve_source_path
 from framework.project.config import Project
 from framework.quality.ods_gate import BatchBlocked
-from framework.runtime import rebuilds
+from framework.runtime import lock, rebuilds
 from framework.runtime.faults import failpoint
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
@@ -275,6 +275,7 @@ def _batch_handler(spark: SparkSession, source: Source, writer: OdsBatchWriter, 
         try:
             msgs = source.messages(spark, batch, batch_id)
             result = writer.process(msgs, batch_id)
+            lock.assert_held(f"the streaming checkpoint commit of micro-batch {batch_id}")  # Spark records the batch after
             failpoint("before_offset_commit")  # every table and the dead letter committed; Spark records the batch after
         except BaseException as e:
             if isinstance(e, BatchBlocked):

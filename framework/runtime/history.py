@@ -7,7 +7,7 @@ import contextlib
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
 from framework.errors import LakeError
@@ -46,20 +46,29 @@ def _settle(record: RunRecord) -> RunRecord:
 
 
 @contextlib.contextmanager
-def recorded(layout: Layout, command: str, args: list[str], target: str | None = None) -> Iterator[RunRecord]:
+def recorded(layout: Layout, command: str, args: list[str], target: str | None = None,
+             start: Callable[[RunRecord], None] | None = None, finish: Callable[[RunRecord], None] | None = None) -> Iterator[RunRecord]:
     """A run record for the block, stored whatever happens: first as `running` (a killed process
-    leaves that, read back as `crashed`), then `ok`, or `failed` with the error."""
+    leaves that, read back as `crashed`), then `ok`, or `failed` with the error (its class and
+    its fix too). `start` sees the new record, `finish` the finished one before it is stored
+    (alerts, lineage: what it adds is stored with it); neither may raise."""
     rec = new_run(command, args, target)
     save(layout, rec)
     try:
+        if start is not None:
+            start(rec)
         yield rec
         if rec.status == "running":
             rec.status = "ok"
     except BaseException as e:
         rec.status, rec.error = "failed", str(e)
+        rec.error_type = type(e).__name__
+        rec.fix = getattr(e, "fix", None)
         raise
     finally:
         rec.finished_at = datetime.now(timezone.utc)
+        if finish is not None:
+            finish(rec)
         save(layout, rec)
 
 
@@ -78,6 +87,15 @@ def runs(layout: Layout, last: int | None = None) -> list[RunRecord]:
     if last:
         files = files[-last:]
     return [_settle(RunRecord.model_validate_json(layout.fs.read_text(f))) for f in files]
+
+
+def latest(layout: Layout, wanted: Callable[[RunRecord], bool]) -> RunRecord | None:
+    """The newest run record `wanted` accepts (read newest first, stopping at the first)."""
+    for f in reversed(_files(layout)):
+        rec = _settle(RunRecord.model_validate_json(layout.fs.read_text(f)))
+        if wanted(rec):
+            return rec
+    return None
 
 
 def get(layout: Layout, run_id: str) -> RunRecord:

@@ -32,6 +32,9 @@ from framework.runtime.paths import Layout
 from framework.table import hudi
 from framework.table.columns import live, visible_columns
 
+# Hudi's refusal, when a query runs, of a time travel to before the earliest retained commit.
+CLEANED = "Cleaner cleaned up the timestamp of interest"
+
 
 @dataclass
 class Change:

@@ -32,7 +32,7 @@ from framework.transform.plan import (
     needs_sizes,
     plan_model,
 )
-from framework.transform.reader import TableReader
+from framework.transform.reader import CLEANED, TableReader
 from framework.transform.state import read_state, recorded
 from models.records import BUILT_MODES, ModelResult
 
@@ -125,7 +125,11 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
             r.rows_quarantined, r.checks = gate.quarantined, list(gate.checks)
     except Exception as e:  # noqa: BLE001 - report per model, keep building other branches
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        r = ModelResult(model=m.name, strategy="-", mode="failed", reason=f"{type(e).__name__}: {first[:300]}", error=str(e))
+        reason = f"{type(e).__name__}: {first[:300]}"
+        if CLEANED in first:  # planned on a state the cleaner removed while the build ran (an environment's pin)
+            reason = ("an upstream's cleaner removed the files of the instant this build reads while it ran "
+                      "(its table committed meanwhile): run the build again, which plans from the current timeline")
+        r = ModelResult(model=m.name, strategy="-", mode="failed", reason=reason, error=str(e))
     if r.mode in BUILT_MODES and r.committed_at is None:
         r.committed_at = datetime.now(timezone.utc)
     return r

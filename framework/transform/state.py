@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from framework.project.config import Project
-    from framework.transform.selector import Recorded
+    from framework.transform.selector import LastResults, Recorded
 
 
 def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[str], targets: Iterable[str], sized: Iterable[str] = ()) -> State:
@@ -72,5 +72,22 @@ def recorded(project: Project) -> Recorded:
             ensure_storage(project)
         last = timeline.last_commit(layout.table(name))
         return None if last is None else (last.lake.get("fingerprint"), last.lake.get("metadata"))
+
+    return read
+
+
+def last_results(project: Project) -> LastResults:
+    """What `result:` selectors compare with: the model results of the newest build or run in
+    the run history that built any model (read when a selector asks, not before)."""
+
+    def read() -> tuple[str, dict[str, str]] | None:
+        from framework.runtime import history
+
+        if not project.warehouse.is_local:
+            from framework.table.session import ensure_storage
+
+            ensure_storage(project)
+        rec = history.latest(Layout(project.warehouse), lambda r: r.command in ("build", "run") and bool(r.models))
+        return None if rec is None else (rec.run_id, {m.model: m.mode for m in rec.models})
 
     return read
