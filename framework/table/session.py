@@ -59,7 +59,10 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
     log_dir.mkdir(parents=True, exist_ok=True)
     log4j = log_dir / "log4j2.properties"
     log4j.write_text(_LOG4J.format(path=log_dir / "spark.log"))
-    java_opts = f"{JVM_OPTIONS} -Dlog4j2.configurationFile=file:{log4j}"
+    # LAKE_JVM_OPTIONS: extra options for the driver's JVM (and local executors), e.g.
+    # -XX:TieredStopAtLevel=1, which halves the CPU of short runs on small data (the test suite).
+    extra = os.environ.get("LAKE_JVM_OPTIONS", "").strip()
+    java_opts = f"{JVM_OPTIONS} {extra + ' ' if extra else ''}-Dlog4j2.configurationFile=file:{log4j}"
     local = master.startswith("local")
     return {
         "spark.master": master,
