@@ -74,12 +74,14 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
 @click.option("--path", "dump_path", default=None, type=click.Path(path_type=Path), help="The dump for --bootstrap or --rebuild (Parquet or CSV, file or directory).")
 @click.option("--position", default=None, help="Source position of the dump: mysql-bin.000003:1234, lsn:123456 or an ISO time.")
 @click.option("--format", "dump_format", type=click.Choice(["auto", "parquet", "csv"]), default="auto")
+@click.option("--accept-loss", is_flag=True,
+              help="--rebuild without --path: go on although rows whose last event the source no longer holds will be lost.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
 def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstrap: str | None, rebuild: str | None,
-           dump_path: Path | None, position: str | None, dump_format: str, as_json: bool, lock_timeout: float) -> None:
+           dump_path: Path | None, position: str | None, dump_format: str, accept_loss: bool, as_json: bool, lock_timeout: float) -> None:
     """Ingest CDC events into the ODS Hudi tables (one streaming job for all tables)."""
     from framework.commands.ingest import run_bootstrap_command, run_ingest_command
     from framework.runtime import terminal as report
@@ -89,13 +91,15 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
         from framework.commands.rebuild import run_rebuild_command
 
         rb = run_rebuild_command(project=project, table=rebuild, path=dump_path, position=position, fmt=dump_format,
-                                 lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale)
+                                 lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale, accept_loss=accept_loss)
         dump = f"{rb.dump_rows} from the dump (hand-off position {rb.position or 'none'}), " if rb.dump_rows is not None else ""
+        before = "no readable table" if rb.rows_before is None else f"{rb.rows_before} rows"
+        lost = f" ({rb.given_up} the source no longer held were given up: --accept-loss)" if rb.given_up else ""
         if as_json:
             click.echo(rb.model_dump_json(indent=2))
         else:
-            say(obj.console, f"rebuilt {rb.table}: {rb.rows} rows; {dump}{rb.events} CDC events replayed, {rb.dead_letter} to the "
-                             "dead letter. Models reading it rebuild fully at their next build.")
+            say(obj.console, f"rebuilt {rb.table}: {before} before, {rb.rows} rows after{lost}; {dump}{rb.events} CDC events replayed, "
+                             f"{rb.dead_letter} to the dead letter. Models reading it rebuild fully at their next build.")
         return
     if bootstrap:
         if dump_path is None:

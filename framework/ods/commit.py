@@ -1,6 +1,6 @@
-"""The last steps of an ODS micro-batch: gate each prepared table, write its tombstones, upsert it
-(deletes as Hudi deletes), recording the batch in the same Hudi commit (stream id, batch id, key,
-binlog high-water mark), then the dead letter.
+"""The last steps of an ODS micro-batch: the dead letter, then per prepared table: gate it, write
+its tombstones, upsert it (deletes as Hudi deletes), recording the batch in the same Hudi commit
+(stream id, batch id, key, binlog high-water mark).
 
 Exactly once: a batch replayed after a crash skips the tables that already committed it
 (prepare.py checks each table's state first), and the dead letter skips a batch it has.
@@ -51,7 +51,7 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
         rewrite.rewrite(ctx, t, st, p.rewrite)
     # Tombstones first: a crash before the table's commit leaves tombstones its rerun tolerates
     # (framework/ods/tombstones.py); the other order would lose them.
-    tombstones.write(ctx, t, commit, batch_id)
+    tr.tombstones_expired = tombstones.write(ctx, t, commit, batch_id)
     failpoint("after_tombstone_commit")
     # The newest source.ts_ms of the batch's events is what `lake freshness` measures from.
     mark = OdsCommit(stream=ctx.stream_id, batch=batch_id, key=list(t.key), tombstones=True, high_water=p.high_water,

@@ -100,11 +100,32 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     migrate = not st.migrated and hudi.table_exists(path)
     out = _sequenced(ctx, t, cols.target, good, path, sum(r["ord_missing"] or 0 for r in rows), truncate_at, started_at, batch_id,
                      migrate=migrate)
-    out = tombstones.mark_replayed(ctx, t, out, migrate).persist(StorageLevel.MEMORY_AND_DISK)
+    horizon = tombstones.expired_horizon(ctx.layout, t.qualified_name) if ctx.replay_guard else None
+    out = tombstones.mark_replayed(ctx, t, out, migrate, horizon)
+    if horizon is not None:
+        out = _refuse_expired(ctx, p, mine, out, parsed.columns, cache)
+    out = out.persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(out)
     _tally(p, out, bad_rows, st)
     p.rows = out.where(~F.col("_lake_replayed")).drop("_lake_truncated", "_lake_hw", "_lake_replayed")
     return p
+
+
+def _refuse_expired(ctx: BatchContext, p: Prepared, mine: DataFrame, out: DataFrame, columns: list[str],
+                    cache: list[DataFrame]) -> DataFrame:
+    """A replay's events that could re-insert a key deleted after them, its tombstone expired
+    (tombstones.refuse_expired), go back to the dead letter with the reason and the fix."""
+    refused = tombstones.refuse_expired(ctx, p.table, out).persist(StorageLevel.MEMORY_AND_DISK)
+    cache.append(refused)
+    n = refused.count()
+    if not n:
+        return out.drop("_lake_at_risk")
+    reason = tombstones.refused_reason(ctx, p.table)
+    p.dead.append(mine.join(refused, "loc").select(*[c for c in columns if c != "reason"], F.lit(reason).alias("reason")))
+    p.result.dead_letter += n
+    p.result.expired_refused = n
+    p.dead_reasons[reason] = n
+    return out.join(refused, out["_source"] == refused["loc"], "left_anti").drop("_lake_at_risk")
 
 
 def _reject_versions(p: Prepared, mine: DataFrame, rows: list[Any], cols: Columns) -> DataFrame:
