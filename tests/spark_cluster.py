@@ -21,6 +21,8 @@ import pyspark
 from framework.demo.services import die_with_parent, free_port, log_tail
 from framework.table.session import JVM_OPTIONS
 
+C1_ONLY = "-XX:TieredStopAtLevel=1"  # short-lived JVMs on small data: C2 costs more than it saves
+
 
 def _wait_workers(ui: str, n: int, procs: list[tuple[subprocess.Popen[bytes], Path]]) -> None:
     deadline = time.monotonic() + 180
@@ -44,7 +46,7 @@ def running_cluster(work_dir: Path, workers: int = 2) -> Iterator[str]:
     home = Path(pyspark.__file__).parent
     # The master and workers compile with C1 only, like the suite's other short-lived JVMs.
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1",
-           "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1"}
+           "SPARK_DAEMON_JAVA_OPTS": C1_ONLY}
     port, ui_port = free_port(), free_port()
     url, ui = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
     procs: list[tuple[subprocess.Popen[bytes], Path]] = []
@@ -82,7 +84,7 @@ def cluster_conf(master: str) -> dict[str, str]:
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.executor.memory": "1g",
         # Executors live for one test on small data: C1 only (lake's own options kept).
-        "spark.executor.extraJavaOptions": f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1",
+        "spark.executor.extraJavaOptions": f"{JVM_OPTIONS} {C1_ONLY}",
         "spark.executor.cores": "1",
         "spark.cores.max": "2",
         "spark.sql.shuffle.partitions": "4",

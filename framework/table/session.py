@@ -61,8 +61,8 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
     log4j.write_text(_LOG4J.format(path=log_dir / "spark.log"))
     # LAKE_JVM_OPTIONS: extra options for the driver's JVM (and local executors), e.g.
     # -XX:TieredStopAtLevel=1, which halves the CPU of short runs on small data (the test suite).
-    extra = os.environ.get("LAKE_JVM_OPTIONS", "").strip()
-    java_opts = f"{JVM_OPTIONS} {extra + ' ' if extra else ''}-Dlog4j2.configurationFile=file:{log4j}"
+    java_opts = " ".join(filter(None, [JVM_OPTIONS, os.environ.get("LAKE_JVM_OPTIONS", "").strip(),
+                                       f"-Dlog4j2.configurationFile=file:{log4j}"]))
     local = master.startswith("local")
     return {
         "spark.master": master,
