@@ -11,42 +11,39 @@ How lake uses it (local masters only; a cluster's or a submitter's JVMs are thei
 - The jars lake adds (`spark.jars`: Hudi, the Kafka connector, hadoop-aws) also go on the
   driver's class path: CDS archives only classes of the JVM's built-in loaders.
 - The archive is keyed by everything that decides whether the JVM can use it (the `java` binary,
-  PySpark's jars, lake's jars, the driver class path, heap size), one file per key under the jar
-  cache (`.cache/cds/`, or `$LAKE_CDS_DIR`). Java checks the class path itself too and ignores an archive that does
-  not match (`-Xshare:auto`), so a wrong key costs the speed-up, never a failure.
-- No archive yet: this run dumps one when its JVM exits (`-XX:ArchiveClassesAtExit`, a few
-  seconds, once per key). One process dumps at a time (an exclusive marker file); the dump goes
-  to a temporary name that only a JVM that exited normally renames into place, so a killed run
-  leaves no half archive behind (and its temporary file is removed by the next run).
+  PySpark's jars, the driver class path, heap size), one file per key under the jar cache
+  (`.cache/cds/`, or `$LAKE_CDS_DIR`). Java checks the class path itself too and ignores an
+  archive that does not match (`-Xshare:auto`), so a wrong key costs the speed-up, never a failure.
+- No archive yet: the run goes on without one and starts a warm-up in the background
+  (framework/runtime/cds_warmup.py: a JVM of the same configuration writes a tiny Hudi table and
+  reads it, then exits, dumping the archive; ~30 s of CPU, once per key). The warm-up is detached,
+  so a long-lived `lake schedule` or a killed run does not hold the archive back; one runs at a
+  time (a lock file naming its process), and it moves its dump into place only when its JVM
+  exited normally, so no half archive is ever used.
 - CDS's own log lines are off: they would land on stdout, where `--format json` writes.
 
-`LAKE_CDS=0` turns it off; `LAKE_CDS_DIR` puts the archives elsewhere (e.g. when the install is read-only).
+`LAKE_CDS=0` turns it off.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
+import json
 import os
 import subprocess
-from dataclasses import dataclass
+import sys
+import time
 from pathlib import Path
-from typing import Any
 
 from framework.runtime.jars import cache_dir, java_executable
 
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 KEEP = 4  # archives kept (newest by use); each is ~160 MB
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What to add to the driver's JVM options, and where a dump goes (None: an archive is used)."""
-
-    options: tuple[str, ...]
-    archive: Path
-    dump_to: Path | None = None
+STALE_LOCK_SECONDS = 600  # a warm-up takes ~30 s; a lock this old is a leftover
+JVM_KEYS = ("spark.master", "spark.jars", "spark.driver.extraClassPath", "spark.driver.extraJavaOptions", "spark.driver.memory",
+            "spark.serializer", "spark.kryo.registrator", "spark.sql.extensions", "spark.sql.catalog.spark_catalog",
+            "spark.sql.session.timeZone", "spark.ui.enabled", "spark.ui.showConsoleProgress", "spark.sql.parquet.enableVectorizedReader")
 
 
 def enabled() -> bool:
@@ -87,70 +84,71 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _lock_is_stale(lock: Path) -> bool:
+    try:
+        text, age = lock.read_text().strip(), time.time() - lock.stat().st_mtime
+    except OSError:
+        return False
+    if age > STALE_LOCK_SECONDS:
+        return True
+    return text.isdigit() and not _alive(int(text))
+
+
 def _sweep(where: Path) -> None:
-    """Remove what dead processes left: temporary dumps and dump markers."""
-    for p in list(where.glob("*.tmp")) + list(where.glob("*.dumping")):
-        try:
-            pid = int(p.name.split(".")[-2])
-        except (ValueError, IndexError):
-            continue
-        if not _alive(pid):
-            p.unlink(missing_ok=True)
+    """Remove what dead warm-ups left (locks, temporary dumps) and all but the newest archives."""
+    for lock in where.glob("*.lock"):
+        if _lock_is_stale(lock):
+            lock.unlink(missing_ok=True)
+    for tmp in where.glob("*.tmp"):
+        pid = tmp.name.split(".")[-2]
+        if not pid.isdigit() or not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
     archives = sorted(where.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in archives[KEEP:]:
         old.unlink(missing_ok=True)
 
 
-def plan(class_path: list[str], heap: str) -> Plan | None:
-    """The JVM options for this run (use the archive, or dump one at exit), or None (off, or another
-    process is dumping this archive right now)."""
+def archive_for(class_path: list[str], heap: str) -> Path:
+    return folder() / f"{key(class_path, heap)}.jsa"
+
+
+def options(class_path: list[str], heap: str, conf: dict[str, str]) -> tuple[str, ...]:
+    """The JVM options that map this configuration's archive; () when off or when there is none yet
+    (then a background warm-up of `conf` writes it, unless one is already running)."""
     if not enabled():
-        return None
+        return ()
     where = folder()
     where.mkdir(parents=True, exist_ok=True)
     _sweep(where)
-    archive = where / f"{key(class_path, heap)}.jsa"
+    archive = archive_for(class_path, heap)
     if archive.is_file() and archive.stat().st_size > 0:
         with contextlib.suppress(OSError):
             os.utime(archive)  # newest by use: kept by the sweep
-        return Plan((f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", *QUIET), archive)
-    marker = where / f"{archive.stem}.{os.getpid()}.dumping"
-    others = [p for p in where.glob(f"{archive.stem}.*.dumping") if p != marker]
-    if others:
-        return None  # one dump at a time; this run goes without
-    marker.touch()
-    tmp = where / f"{archive.stem}.{os.getpid()}.tmp"
-    return Plan((f"-XX:ArchiveClassesAtExit={tmp}", *QUIET), archive, tmp)
+        return (f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", *QUIET)
+    start_warmup(archive, conf)
+    return ()
 
 
-def finish_at_exit(spark: Any, p: Plan) -> None:
-    """For a dumping run: when Python exits, stop Spark, let the JVM exit (it writes the archive as it
-    does) and move a complete archive into place."""
-    if p.dump_to is None:
+def start_warmup(archive: Path, conf: dict[str, str]) -> None:
+    """Start the detached warm-up that writes `archive` for `conf`, unless one holds its lock."""
+    lock = archive.with_suffix(".lock")
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
         return
-    marker = p.dump_to.with_suffix(".dumping")
-    gateway = getattr(spark.sparkContext, "_gateway", None)
-    proc: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)
-
-    def finish() -> None:
-        try:
-            if proc is None:
-                return
-            with contextlib.suppress(Exception):
-                spark.stop()
-            with contextlib.suppress(Exception):
-                if proc.stdin is not None:
-                    proc.stdin.close()  # PySpark's gateway exits on EOF of its stdin
-            try:
-                code = proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                return
-            assert p.dump_to is not None
-            if code == 0 and p.dump_to.is_file() and p.dump_to.stat().st_size > 0:
-                os.replace(p.dump_to, p.archive)
-        finally:
-            if p.dump_to is not None:
-                p.dump_to.unlink(missing_ok=True)
-            marker.unlink(missing_ok=True)
-
-    atexit.register(finish)
+    # Only what shapes the JVM and its class loading: no credentials or project settings.
+    wanted = {k: v for k, v in conf.items() if k.startswith(JVM_KEYS)}
+    log = archive.with_suffix(".log")
+    try:
+        with log.open("wb") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "framework.runtime.cds_warmup", str(archive)],
+                                    stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                    cwd=str(archive.parent))
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(wanted).encode())
+        proc.stdin.close()
+        os.write(fd, str(proc.pid).encode())
+    except OSError:
+        lock.unlink(missing_ok=True)  # no warm-up: the next run tries again
+    finally:
+        os.close(fd)

@@ -206,34 +206,31 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     conf.update(catalog_conf(project.config.catalog))
     conf.update(project.config.spark.conf)
     conf.update(extra or {})
-    sharing = _class_sharing(conf)
+    _class_sharing(conf)
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    if sharing is not None:
-        cds.finish_at_exit(spark, sharing)
     spark.sparkContext.setLogLevel("ERROR")
     _jvm_stdio_to_log(spark, logs / "jvm-stdout.log")
     check_file_system(spark, project.warehouse)
     return spark
 
 
-def _class_sharing(conf: dict[str, str]) -> cds.Plan | None:
-    """For a local driver JVM this process starts: lake's jars on its class path and the class
-    data sharing options (framework/runtime/cds.py), added to `conf`; None when not used."""
+def _class_sharing(conf: dict[str, str]) -> None:
+    """For a local driver JVM this process starts: lake's jars on its class path, and the options
+    that map the class data sharing archive of this configuration (framework/runtime/cds.py)."""
     from pyspark import SparkContext
 
-    if not conf.get("spark.master", "").startswith("local") or SparkContext._active_spark_context is not None:
-        return None  # a cluster's JVMs are not ours to tune; a running JVM keeps its options
+    if not conf.get("spark.master", "").startswith("local") or SparkContext._gateway is not None:
+        return  # a cluster's JVMs are not ours to tune; a JVM already started keeps its options
     jars = [j for j in conf.get("spark.jars", "").split(",") if j]
     class_path = [c for c in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if c]
     class_path += [j for j in jars if j not in class_path]
-    sharing = cds.plan(class_path, conf.get("spark.driver.memory", ""))
     conf["spark.driver.extraClassPath"] = os.pathsep.join(class_path)
-    if sharing is not None:
-        conf["spark.driver.extraJavaOptions"] = " ".join(filter(None, [conf.get("spark.driver.extraJavaOptions", ""), *sharing.options]))
-    return sharing
+    sharing = cds.options(class_path, conf.get("spark.driver.memory", ""), conf)
+    if sharing:
+        conf["spark.driver.extraJavaOptions"] = " ".join(filter(None, [conf.get("spark.driver.extraJavaOptions", ""), *sharing]))
 
 
 def ensure_storage(project: Project) -> None:
