@@ -1,4 +1,4 @@
-"""lake on a real Spark standalone cluster (a master and two workers started from pyspark's own
+"""lake on a real Spark standalone cluster (a master and a worker started from pyspark's own
 distribution) with the warehouse and the CDC files in S3 (moto): ingest, a full then an
 incremental build of a join model and an aggregate model. Executors run in other JVMs: they get
 the jars only through `spark.jars`, and nothing they need may exist only on the driver's disk.
