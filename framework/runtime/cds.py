@@ -36,6 +36,7 @@ import sys
 import time
 from pathlib import Path
 
+from framework.runtime.history import process_alive
 from framework.runtime.jars import cache_dir, java_executable
 
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
@@ -74,16 +75,6 @@ def key(class_path: list[str], heap: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _lock_is_stale(lock: Path) -> bool:
     try:
         text, age = lock.read_text().strip(), time.time() - lock.stat().st_mtime
@@ -91,7 +82,7 @@ def _lock_is_stale(lock: Path) -> bool:
         return False
     if age > STALE_LOCK_SECONDS:
         return True
-    return text.isdigit() and not _alive(int(text))
+    return text.isdigit() and not process_alive(int(text))
 
 
 def _sweep(where: Path) -> None:
@@ -101,7 +92,7 @@ def _sweep(where: Path) -> None:
             lock.unlink(missing_ok=True)
     for tmp in where.glob("*.tmp"):
         pid = tmp.name.split(".")[-2]
-        if not pid.isdigit() or not _alive(int(pid)):
+        if not pid.isdigit() or not process_alive(int(pid)):
             tmp.unlink(missing_ok=True)
     archives = sorted(where.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in archives[KEEP:]:
