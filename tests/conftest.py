@@ -3,6 +3,7 @@ and for the real CDC chain one Kafka Connect worker, one MariaDB and one Postgre
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,13 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures"
 # LAKE_STRICT_SKIPS=1 (make test, CI): a skip for a missing install fails (tests/strict_skips.py).
 pytest_plugins = ["tests.strict_skips"]
+
+# Every Spark driver a test starts in a `lake` subprocess compiles with C1 only: it lives for
+# seconds on small data, and C2's compiler threads cost more CPU than they save (a small Hudi
+# upsert job: 76 s of JVM CPU with C2, 46 s without). The session's own SparkSession (below) lives
+# for the whole run and keeps C2. The service JVMs (broker, Connect, metastore) start with C1 too.
+SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+os.environ.setdefault("LAKE_JVM_OPTIONS", SUBPROCESS_JVM_OPTIONS)
 
 
 # `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadfile --no-loadscope-reorder`): much of a test's
@@ -53,7 +61,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     (base / "lake.yaml").write_text(
         "name: tests\nwarehouse: wh\nspark:\n  master: 'local[2]'\n  conf: {spark.sql.shuffle.partitions: '2', spark.default.parallelism: '2'}\n"
     )
-    session = spark_session(load_project(base))
+    inherited = os.environ.pop("LAKE_JVM_OPTIONS", None)
+    try:
+        session = spark_session(load_project(base))  # a long-lived JVM: C2 pays for itself
+    finally:
+        if inherited is not None:
+            os.environ["LAKE_JVM_OPTIONS"] = inherited
     yield session
     session.stop()
 
