@@ -112,10 +112,7 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
         out = _refuse_expired(ctx, p, mine, out, parsed.columns, cache)
     out = out.persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(out)
-    unfilled = (F.size(F.col("_unavail")) > 0) & ~F.col("_deleted") & ~F.col("_lake_replayed")
-    if any(r["unavailable"] for r in rows):
-        _unfilled(p, mine, out.where(unfilled), placeholder)
-    out = out.where(~unfilled)
+    out = _unfilled(p, mine, out, placeholder) if any(r["unavailable"] for r in rows) else out
     _tally(p, out, bad_rows, st)
     p.rows = out.where(~F.col("_lake_replayed")).drop(*_HELPERS)
     return p
@@ -138,8 +135,11 @@ def _refuse_expired(ctx: BatchContext, p: Prepared, mine: DataFrame, out: DataFr
     return out.join(refused, out["_source"] == refused["loc"], "left_anti").drop("_lake_at_risk")
 
 
-def _unfilled(p: Prepared, mine: DataFrame, rows: DataFrame, placeholder: str) -> None:
-    """Events with a placeholder no earlier value of their key could replace go to the dead letter."""
+def _unfilled(p: Prepared, mine: DataFrame, out: DataFrame, placeholder: str) -> DataFrame:
+    """`out` without the events whose placeholder no earlier value of their key could replace:
+    those go to the dead letter."""
+    unfilled = (F.size(F.col("_unavail")) > 0) & ~F.col("_deleted") & ~F.col("_lake_replayed")
+    rows = out.where(unfilled)
     why = F.concat(F.lit("column(s) "), F.array_join(F.col("_unavail"), ", "), F.lit(
         f" arrived as Debezium's unavailable-value placeholder ({placeholder!r}: PostgreSQL did not log an unchanged TOASTed "
         f"value) and {p.table.qualified_name} has no earlier value of the key to keep. Fix: set REPLICA IDENTITY FULL on the "
@@ -148,11 +148,12 @@ def _unfilled(p: Prepared, mine: DataFrame, rows: DataFrame, placeholder: str) -
     bad = rows.select(F.col("_source").alias("loc"), why.alias("_lake_bad"))
     counts = bad.groupBy("_lake_bad").count().collect()
     if not counts:
-        return
+        return out
     p.dead.append(mine.join(bad, "loc").drop("reason").withColumnRenamed("_lake_bad", "reason"))
     for r in counts:
         p.result.dead_letter += r["count"]
         p.dead_reasons[r["_lake_bad"]] = p.dead_reasons.get(r["_lake_bad"], 0) + r["count"]
+    return out.where(~unfilled)
 
 
 def _reject_versions(p: Prepared, mine: DataFrame, rows: list[Any], cols: Columns) -> DataFrame:
