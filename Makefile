@@ -5,24 +5,33 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install chromium mariadb jars demo demo-kafka demo-cdc kafka-broker test unit lint bench clean
+.PHONY: install chromium mariadb postgres jars demo demo-kafka demo-cdc kafka-broker submit-archive test unit lint docs bench clean
 
-install: $(STAMP) jars chromium mariadb
+install: $(STAMP) jars chromium mariadb postgres
 
 # Headless Chromium renders `lake report` in the report test (Debian's package). Installed when
-# missing and running as root; otherwise that test skips and says why.
+# missing and running as root; otherwise that test fails under `make test` and skips under plain
+# pytest, saying why (LAKE_STRICT_SKIPS).
 chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; \
-	  else echo "note: chromium is missing (apt-get install -y chromium as root); the report test will skip"; fi; }
+	  else echo "note: chromium is missing (apt-get install -y chromium as root); the report test fails under make test"; fi; }
 
 # MariaDB (Debian's package) is the real database of the CDC chain test and `make demo-cdc`.
-# Installed when missing and running as root; otherwise that test skips and says why. Only the
+# Installed when missing and running as root; otherwise that test fails under `make test` and
+# skips under plain pytest, saying why (LAKE_STRICT_SKIPS). Only the
 # binaries are used: lake starts its own server on a loopback port, never the system service.
 mariadb:
 	@command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server; }; \
-	  else echo "note: mariadb-server is missing (apt-get install -y mariadb-server as root); the CDC chain test will skip"; fi; }
+	  else echo "note: mariadb-server is missing (apt-get install -y mariadb-server as root); the CDC chain test fails under make test"; fi; }
+
+# PostgreSQL (Debian's package) is the database of the PostgreSQL chain test and `make demo-cdc
+# SOURCE=postgres`; the same rules as MariaDB's (lake runs its own server, never the system one).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }; \
+	  else echo "note: postgresql is missing (apt-get install -y postgresql as root); the PostgreSQL chain test will skip"; fi; }
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required: apt-get install -y openjdk-17-jre-headless"; exit 1; }
@@ -34,7 +43,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # The Hudi bundle, Spark's Kafka connector, the Kafka broker, Kafka Connect and Debezium's MariaDB
-# connector, into .cache/jars (or $LAKE_JAR_CACHE).
+# and PostgreSQL connectors, into .cache/jars (or $LAKE_JAR_CACHE).
 jars: $(STAMP)
 	@$(PY) -m framework.runtime.jars >/dev/null
 
@@ -44,16 +53,26 @@ demo: install
 demo-kafka: install
 	$(VENV)/bin/lake demo --kafka
 
-# The real chain: MariaDB -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/.
+# The real chain: the database -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/.
+# SOURCE=postgres runs it from PostgreSQL.
+SOURCE ?= mariadb
 demo-cdc: install
-	$(VENV)/bin/lake demo --source mariadb
+	$(VENV)/bin/lake demo --source $(SOURCE)
 
 # A single-node Kafka broker on a free loopback port, data in out/kafka, until Ctrl-C.
 kafka-broker: install
 	$(PY) -m framework.demo.broker out/kafka
 
+# lake and its Python dependencies (not PySpark: the platform's) as dist/lake-venv.tar.gz, and
+# dist/lake_submit.py, for spark-submit / EMR (docs/guides/spark-submit.md). Built in build/submit-venv
+# (kept: dependencies are reinstalled only when pyproject.toml's list changes).
+submit-archive: install
+	$(PY) -m framework.ops.archive --out dist --venv build/submit-venv
+
+# LAKE_STRICT_SKIPS=1: a test that would skip for a missing install (MariaDB, Chromium, hudi-rs)
+# fails instead, so CI never passes with a broken install (tests/strict_skips.py).
 test: install
-	$(VENV)/bin/pytest -q -p no:cacheprovider --durations=25
+	LAKE_STRICT_SKIPS=1 $(VENV)/bin/pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 unit: install
 	$(VENV)/bin/pytest -q -m "not spark" tests/unit
@@ -62,8 +81,15 @@ lint: install
 	$(VENV)/bin/ruff check framework models tests benchmarks
 	$(VENV)/bin/mypy
 
+# lake's manual (mkdocs + material, docs/) into out/manual/; the reference pages are generated
+# from the code while it builds (docs/hooks/reference.py). `--strict`: a broken link fails.
+# Not `lake docs`, which writes one project's table catalog.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet -f mkdocs.yml
+	@echo "manual: out/manual/index.html"
+
 bench: install
 	$(PY) benchmarks/goals.py --out BENCHMARKS.md
 
 clean:
-	rm -rf warehouse cdc out/demo out/kafka-demo spark-warehouse metastore_db derby.log
+	rm -rf warehouse cdc out/demo out/kafka-demo spark-warehouse metastore_db derby.log dist build/submit-venv

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from models.records import CheckOutcome
+
 
 class LakeError(Exception):
     """Root of every error lake reports without a stack trace (exit code 1)."""
@@ -49,9 +51,11 @@ class IngestFailed(LakeError):
 class QualityGateError(LakeError):
     """Error-severity checks failed: nothing was committed (framework/quality/checks.py words it)."""
 
-    def __init__(self, message: str, *, model: str, failed: list[str], report: str | None, fix: str) -> None:
+    def __init__(self, message: str, *, model: str, failed: list[str], report: str | None, fix: str,
+                 checks: list[CheckOutcome] | None = None, quarantined: int = 0) -> None:
         super().__init__(message, fix=fix)
         self.model = model
         self.failed = failed
         self.report = report
-        self.outcome: object = None  # the gate's GateResult (framework/quality/checks.py), set by the gate
+        self.checks: list[CheckOutcome] = list(checks or [])  # every check's verdict, for the run record
+        self.quarantined = quarantined  # rows `drop` checks quarantined before an `error` check blocked

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from models.base import StrictModel
 from models.deploy import FIX_SEPARATOR
@@ -27,9 +27,10 @@ class CatalogConfig(StrictModel):
     where any Spark, Trino, Presto or Athena reaches it, and lake's sessions use that metastore.
     """
 
-    kind: Literal["embedded", "hive"] = "embedded"
-    # thrift://host:port; several metastores comma-separated (the Hive client tries each).
-    uri: str | None = None
+    kind: Literal["embedded", "hive"] = Field(default="embedded", description="`embedded`: Spark's in-memory catalog, rebuilt at each "
+                                              "start; `hive`: every table registered in a Hive metastore at each commit.")
+    uri: str | None = Field(default=None, description="`kind: hive` only: `thrift://host:port`; several metastores comma-separated "
+                            "(the Hive client tries each).")
 
     @field_validator("uri")
     @classmethod

@@ -17,9 +17,10 @@ from models.catalog import CATALOG_CONFS, CatalogConfig, check_sync_options
 from models.deploy import FIX_SEPARATOR, LockSettings, check_location, check_lock_service
 from models.docs import split_column_docs
 from models.freshness import FreshnessConfig
+from models.kafka_source import KafkaSourceConfig
 from models.layout import TableLayout
+from models.ops import AlertsConfig, LineageConfig, MetricsConfig
 from models.quality import CheckSpec
-from models.registry import SchemaRegistryConfig
 from models.schedule import ScheduleConfig
 from models.unit_test import UnitTest
 
@@ -38,8 +39,10 @@ NOT_TIME_TYPES = frozenset({"binary"})
 
 
 class SparkConfig(StrictModel):
-    master: str = "local[*]"
-    conf: dict[str, str] = Field(default_factory=dict)
+    """`spark:` in lake.yaml: where lake's Spark driver runs its jobs and with which settings."""
+
+    master: str = Field(default="local[*]", description="Spark master: `local[2]`, `spark://host:7077`, `yarn`, `k8s://...`.")
+    conf: dict[str, str] = Field(default_factory=dict, description="Any Spark conf, applied after lake's own (the catalog's are `catalog:`'s).")
 
     @field_validator("conf", mode="before")
     @classmethod
@@ -63,17 +66,17 @@ class SparkConfig(StrictModel):
 class FileSourceConfig(StrictModel):
     """A directory of CDC files: one Kafka message value (a Debezium envelope) per line."""
 
-    kind: Literal["files"] = "files"
-    path: str = "cdc"  # a folder (relative to the project) or a URI: s3a://bucket/cdc
-    format: Literal["debezium-json"] = "debezium-json"
-    glob: str = "*"
-    max_files_per_trigger: int | None = Field(default=None, ge=1)
-    # Spark's `maxFileAge`: a new file older than this, measured from the newest file already
-    # ingested, is skipped (Spark's default, 7d, silently dropped restored archive files). Spark
-    # keeps a seen-file entry (path and mtime) per file within this age, in the driver's memory.
-    max_file_age: str = "3650d"
-    # A line longer than this goes to the dead letter (its first KiB and its size) unprocessed.
-    max_line_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    kind: Literal["files"] = Field(default="files", description="A directory of CDC files.")
+    path: str = Field(default="cdc", description="A folder (relative to the project) or a URI: s3a://bucket/cdc.")
+    format: Literal["debezium-json"] = Field(default="debezium-json", description="Debezium JSON envelopes, with or without the schema block.")
+    glob: str = Field(default="*", description="Which files of the folder to read.")
+    max_files_per_trigger: int | None = Field(default=None, ge=1, description="Cap a micro-batch at this many files.")
+    # Spark's default, 7d, silently dropped restored archive files. Spark keeps a seen-file entry
+    # (path and mtime) per file within this age, in the driver's memory.
+    max_file_age: str = Field(default="3650d", description="Spark's `maxFileAge`: a new file older than this, measured from the "
+                              "newest file already ingested, is skipped.")
+    max_line_bytes: int = Field(default=64 * 1024 * 1024, ge=1, description="A longer line goes to the dead letter unprocessed "
+                                "(its first KiB and its size).")
 
     @field_validator("path")
     @classmethod
@@ -88,109 +91,61 @@ class FileSourceConfig(StrictModel):
         return v.strip()
 
 
-class KafkaSourceConfig(StrictModel):
-    """Kafka topics carrying Debezium envelopes: one topic per table (`server.db.table`) or all
-    tables of a database in one topic — events are routed by their `source` block either way.
-
-    Security settings never go in YAML: every environment variable `LAKE_KAFKA_<NAME>` becomes
-    the Kafka client option `<name>` (lower case, `_` -> `.`), e.g. `LAKE_KAFKA_SASL_JAAS_CONFIG`
-    -> `sasl.jaas.config`. They are passed to Spark and never logged or stored.
-    """
-
-    kind: Literal["kafka"]
-    bootstrap_servers: str = Field(min_length=1)
-    topics: list[str] | None = None
-    topic_pattern: str | None = None
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
-    format: Literal["debezium-json", "debezium-avro"] = "debezium-json"
-    schema_registry: SchemaRegistryConfig | None = None
-    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
-    # Kafka's own semantics: fail when offsets were deleted by retention before lake read them.
-    fail_on_data_loss: bool = True
-    # How long `lake ingest` retries reaching the brokers before it gives up with an error.
-    connect_timeout_seconds: int = Field(default=30, ge=1)
-    # Other (non-secret) Kafka consumer options, e.g. {client.id: lake}.
-    options: dict[str, str] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _one_of_topics(self) -> KafkaSourceConfig:
-        if bool(self.topics) == bool(self.topic_pattern):
-            raise ValueError("give exactly one of `topics: [...]` or `topic_pattern: ...`")
-        if (self.format == "debezium-avro") != (self.schema_registry is not None):
-            raise ValueError(f"`format: debezium-avro` needs the schema registry the writer schemas come from{FIX_SEPARATOR}add "
-                             "`schema_registry: {url: http://registry:8081}` under ods.source" if self.schema_registry is None else
-                             f"`schema_registry` is only read with `format: debezium-avro`{FIX_SEPARATOR}set it, or remove `schema_registry`")
-        return self
-
-    @field_validator("options")
-    @classmethod
-    def _no_secrets(cls, v: dict[str, str]) -> dict[str, str]:
-        for k in v:
-            if re.search(r"password|jaas|secret|token|\.key$", k, re.IGNORECASE):
-                env = "LAKE_KAFKA_" + k.upper().replace(".", "_")
-                raise ValueError(f"{k!r} is a secret: set it in the environment variable {env} instead of lake.yaml")
-        return {str(k): str(val) for k, val in v.items()}
-
-    @field_validator("bootstrap_servers")
-    @classmethod
-    def _servers(cls, v: str) -> str:
-        for hp in v.split(","):
-            host, _, port = hp.strip().rpartition(":")
-            if not host or not port.isdigit():
-                raise ValueError(f"{hp.strip()!r} is not host:port; give e.g. `localhost:9092` (several: comma-separated)")
-        return v
-
-
 SourceConfig = Annotated[FileSourceConfig | KafkaSourceConfig, Field(discriminator="kind")]
 
 
 class AutoCreate(StrictModel):
     """Create ODS tables for undeclared source tables whose row images carry these key columns."""
 
-    enabled: bool = False
-    key: list[str] = Field(default_factory=lambda: ["id"], min_length=1)
-    type: Literal["cow", "mor"] = "cow"
+    enabled: bool = Field(default=False, description="Create a table for each undeclared source table instead of dead-lettering its events.")
+    key: list[str] = Field(default_factory=lambda: ["id"], min_length=1, description="The key columns of the tables it creates.")
+    type: Literal["cow", "mor"] = Field(default="cow", description="The Hudi table type of the tables it creates.")
 
 
 class OdsSettings(StrictModel):
-    source: SourceConfig = Field(default_factory=FileSourceConfig)
-    auto_create: AutoCreate = Field(default_factory=AutoCreate)
-    # What a Debezium `t` (truncate) event does: delete every row (default) or nothing.
-    truncate: Literal["delete_all", "ignore"] = "delete_all"
-    # Fail a micro-batch (nothing committed) when more than this share of its events are bad.
-    max_dead_letter_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
-    trigger_seconds: int = Field(default=10, ge=1)
-    # Days a deleted key's tombstone (its delete's source position) is kept: a replay of events
-    # older than a delete stays dropped for this long; after it, such a replay can re-insert the key.
-    tombstone_retention_days: float = Field(default=30, ge=0)
-    # Every ODS table's `freshness:` unless the table sets its own (`freshness: null`: none).
-    freshness: FreshnessConfig | None = None
+    """`ods:` in lake.yaml: the CDC source and what ingest does with its events."""
+
+    source: SourceConfig = Field(default_factory=FileSourceConfig, description="Where the CDC events come from: `kind: files` or `kind: kafka`.")
+    auto_create: AutoCreate = Field(default_factory=AutoCreate, description="ODS tables for undeclared source tables.")
+    truncate: Literal["delete_all", "ignore"] = Field(default="delete_all", description="What a Debezium `t` (truncate) event does: "
+                                                      "delete every row older than it, or nothing.")
+    max_dead_letter_ratio: float | None = Field(default=None, ge=0.0, le=1.0, description="E.g. 0.01: a micro-batch (or a table in it) "
+                                                "with a larger share of bad events commits nothing and fails.")
+    trigger_seconds: int = Field(default=10, ge=1, description="The interval of `lake ingest --continuous`.")
+    tombstone_retention_days: float = Field(default=30, ge=0, description="How long a deleted key's delete position stops a replay of "
+                                            "older events from re-inserting it.")
+    freshness: FreshnessConfig | None = Field(default=None, description="Every ODS table's `freshness:` unless the table sets its own (`freshness: null`: none).")
+    unavailable_value_placeholder: str = Field(default="__debezium_unavailable_value", min_length=1, description="Debezium's `unavailable.value.placeholder` (PostgreSQL's unchanged TOASTed values): lake keeps the key's earlier value instead.")
 
 
 class BuildSettings(StrictModel):
     """`build:` in lake.yaml: how `lake build --incremental` chooses its work."""
 
-    # A model whose upstreams hold at most this many MiB of files (latest file slices) is
-    # recomputed from them and only the rows that differ from its table are written, instead of
-    # running its incremental strategy: below this size the recompute is the cheaper of the two
-    # (BENCHMARKS.md). 0 always runs the incremental strategies.
-    recompute_below_mib: float = Field(default=256, ge=0)
+    # Below this size the recompute is the cheaper of the two (BENCHMARKS.md).
+    recompute_below_mib: float = Field(default=256, ge=0, description="A model whose upstreams hold at most this many MiB (latest file "
+                                       "slices) is recomputed, writing only the rows that differ, instead of running its incremental "
+                                       "strategy; 0: always the strategies.")
 
 
 class LakeConfig(StrictModel):
     """`lake.yaml`."""
 
-    name: str
-    # A local folder (relative to the project) or a Hadoop file system URI: s3a://bucket/wh, hdfs://nn/wh.
-    warehouse: str = "warehouse"
-    locks: LockSettings = Field(default_factory=LockSettings)
-    spark: SparkConfig = Field(default_factory=SparkConfig)
-    ods: OdsSettings = Field(default_factory=OdsSettings)
-    build: BuildSettings = Field(default_factory=BuildSettings)
-    catalog: CatalogConfig = Field(default_factory=CatalogConfig)
-    # Extra Hudi write options applied to every table this project writes (after ours).
-    hudi: dict[str, str] = Field(default_factory=dict)
-    schedules: list[ScheduleConfig] = Field(default_factory=list)
+    name: str = Field(description="The project's name: letters, digits and underscores.")
+    warehouse: str = Field(default="warehouse", description="Where the tables, checkpoints and run records live: a folder (relative "
+                           "to the project) or a Hadoop URI, s3a://bucket/wh, hdfs://nn/wh.")
+    locks: LockSettings = Field(default_factory=LockSettings, description="How two lake processes writing one table are kept apart.")
+    spark: SparkConfig = Field(default_factory=SparkConfig, description="Spark's master and confs.")
+    ods: OdsSettings = Field(default_factory=OdsSettings, description="The CDC source and the ODS stage.")
+    build: BuildSettings = Field(default_factory=BuildSettings, description="How incremental builds choose their work.")
+    catalog: CatalogConfig = Field(default_factory=CatalogConfig, description="Where the tables' names live.")
+    hudi: dict[str, str] = Field(default_factory=dict, description="Extra Hudi write options for every table this project writes "
+                                 "(after lake's own).")
+    schedules: list[ScheduleConfig] = Field(default_factory=list, description="What `lake schedule` runs, and when.")
+    alerts: AlertsConfig | None = Field(default=None, description="Where failures, blocked gates, stale sources, dead letters and lost "
+                                        "locks are sent, once per incident (models/ops.py).")
+    metrics: MetricsConfig | None = Field(default=None, description="Prometheus metrics of `lake run --continuous` and `lake schedule`: "
+                                          "a port and/or a node_exporter textfile.")
+    lineage: LineageConfig | None = Field(default=None, description="OpenLineage run events of every ingest and build (http or file).")
 
     @field_validator("hudi")
     @classmethod
@@ -225,10 +180,11 @@ class LakeConfig(StrictModel):
 
 
 class PartitionBy(StrictModel):
-    column: str
-    granularity: Literal["day", "month", "year"] = "month"
-    # Name of the derived partition column; default follows the seeds (`year_month` for month).
-    name: str | None = None
+    """`partition_by:` of an ODS table: partitions derived from a time column."""
+
+    column: str = Field(description="The source column (a timestamp or date) the partition is derived from.")
+    granularity: Literal["day", "month", "year"] = Field(default="month", description="One partition per day, month or year.")
+    name: str | None = Field(default=None, description="The derived partition column; default `dt`, `year_month` or `year`.")
 
     @field_validator("column")
     @classmethod
@@ -247,31 +203,31 @@ class PartitionBy(StrictModel):
 class OdsTable(TableLayout):
     """One CDC source table and the ODS Hudi table it lands in."""
 
-    # `db.table`, or `db.schema.table` for a schema other than the default `public`/`dbo` of
-    # Postgres/SQL Server (framework/ods/routing.py).
-    source: str
+    # framework/ods/routing.py routes events by it.
+    source: str = Field(description="`<db>.<table>` as in the events' source block; `<db>.<schema>.<table>` for a schema other "
+                        "than the default `public`/`dbo`.")
     # Checked even when left out: the default, the source's table part, must be an identifier.
-    name: str | None = Field(default=None, validate_default=True)
-    # Record key columns. Empty only with the Kafka source: then the message key gives them.
-    key: list[str] = Field(default_factory=list)
-    ordering: list[str] = Field(default_factory=list)
-    partition_by: PartitionBy | None = None
+    name: str | None = Field(default=None, validate_default=True, description="The table is `ods.<name>`; default: the source's table "
+                             "part, lower case.")
+    key: list[str] = Field(default_factory=list, description="Record key columns. Only with the Kafka source may it be left out: "
+                           "the Debezium message key gives them.")
+    ordering: list[str] = Field(default_factory=list, description="Columns (timestamp, date or integer) that order a row's versions "
+                                "before the CDC position; default: the CDC position alone.")
+    partition_by: PartitionBy | None = Field(default=None, description="Partitions derived from a time column.")
     # `type`, `index`, `buckets`, `compact_every`: models/layout.py.
-    # A source column whose type narrows (BIGINT -> INT): dead-letter the table's events (default)
-    # or keep writing the wider type (what Paimon's CDC sync does).
-    schema_narrowing: Literal["dead_letter", "keep_wider"] = "dead_letter"
-    # Column types for events without a `schema` block, e.g. {price: "decimal(10,2)"}.
-    columns: dict[str, str] = Field(default_factory=dict)
-    # `columns: {price: {type: "decimal(10,2)", description: "..."}}` puts the description here.
-    column_descriptions: dict[str, str] = Field(default_factory=dict)
-    description: str | None = None
-    owner: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    # How old its newest ingested source event may get (`lake freshness`); default `ods.freshness`.
-    freshness: FreshnessConfig | None = None
-    # Quality checks on the rows each micro-batch writes (see models/quality.py; parsed from
-    # their YAML forms by framework/project/checks.py).
-    checks: list[CheckSpec] = Field(default_factory=list)
+    schema_narrowing: Literal["dead_letter", "keep_wider"] = Field(default="dead_letter", description="A source column whose type "
+                                                                   "narrows (BIGINT -> INT): dead-letter its events, or keep the wider type.")
+    columns: dict[str, str] = Field(default_factory=dict, description="Spark SQL types for events without a schema block, e.g. "
+                                    "`{price: \"decimal(10,2)\"}`; an entry may be `{type: ..., description: ...}`.")
+    column_descriptions: dict[str, str] = Field(default_factory=dict, description="Column descriptions for `lake docs` (also written "
+                                                "as `description:` inside `columns:`).")
+    description: str | None = Field(default=None, description="What the table holds (`lake docs`).")
+    owner: str | None = Field(default=None, description="Who answers for it (`lake docs`).")
+    tags: list[str] = Field(default_factory=list, description="Labels; `tag:NAME` selects them.")
+    freshness: FreshnessConfig | None = Field(default=None, description="How old its newest ingested source event may get "
+                                              "(`lake freshness`); default `ods.freshness`.")
+    # Parsed from their YAML forms by framework/project/checks.py.
+    checks: list[CheckSpec] = Field(default_factory=list, description="Quality checks on each micro-batch (reference: Checks).")
 
     @field_validator("source")
     @classmethod
@@ -353,31 +309,28 @@ class OdsTable(TableLayout):
 class OdsFile(StrictModel):
     """A YAML file under `layers/ods/`."""
 
-    tables: list[OdsTable] = Field(default_factory=list)
+    tables: list[OdsTable] = Field(default_factory=list, description="The source tables this file declares.")
 
 
 class ModelConfig(TableLayout):
     """Sidecar `<stem>.yaml` of a DWD/DWS model."""
 
-    key: list[str] | None = None
-    partition_by: str | None = None
-    strategy: Literal["rowwise", "aggregate", "rescan", "full"] | None = None
+    key: list[str] | None = Field(default=None, description="The output key; inferred for GROUP BY (the group columns) and row-wise models.")
+    partition_by: str | None = Field(default=None, description="An output column to partition the table by.")
+    strategy: Literal["rowwise", "aggregate", "rescan", "full"] | None = Field(default=None, description="Override the inferred "
+                                                                               "strategy (checked: an impossible one is an error).")
     # `type`, `index`, `buckets`, `compact_every` of its table: models/layout.py.
-    # This model's own `build.recompute_below_mib` (e.g. 0 for a row-wise model over a large
-    # upstream, where the strategy beats a recompute; BENCHMARKS.md).
-    recompute_below_mib: float | None = Field(default=None, ge=0)
-    depends_on: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    description: str | None = None
-    owner: str | None = None
-    # Column descriptions for `lake docs`: `{name: "text"}`, `{name: {description: "text"}}` or
-    # dbt's list `[{name: x, description: "text"}]`.
-    columns: dict[str, str] = Field(default_factory=dict)
-    # Quality checks (Great Expectations names and arguments, shorthands, custom SQL); see
-    # models/quality.py and framework/project/checks.py. Evaluated by the quality gate before the Hudi commit.
-    checks: list[CheckSpec] = Field(default_factory=list)
-    # Unit tests of the model's logic (`lake test`; models/unit_test.py). Not in the fingerprint.
-    tests: list[UnitTest] = Field(default_factory=list)
+    recompute_below_mib: float | None = Field(default=None, ge=0, description="This model's own `build.recompute_below_mib`, e.g. 0 for "
+                                              "a row-wise model over a large upstream.")
+    depends_on: list[str] = Field(default_factory=list, description="Python models only: the tables it reads, `<layer>.<table>`.")
+    tags: list[str] = Field(default_factory=list, description="Labels; `tag:NAME` selects them.")
+    description: str | None = Field(default=None, description="What the model computes (`lake docs`).")
+    owner: str | None = Field(default=None, description="Who answers for it (`lake docs`).")
+    columns: dict[str, str] = Field(default_factory=dict, description="Column descriptions: `{name: text}`, `{name: {description: "
+                                    "text}}` or dbt's list `[{name: x, description: text}]`.")
+    # Evaluated by the quality gate before the Hudi commit (framework/project/checks.py parses them).
+    checks: list[CheckSpec] = Field(default_factory=list, description="Quality checks (reference: Checks).")
+    tests: list[UnitTest] = Field(default_factory=list, description="Unit tests of the model's logic (`lake test`); not in the fingerprint.")
 
     @field_validator("columns", mode="before")
     @classmethod

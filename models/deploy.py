@@ -34,11 +34,11 @@ def check_location(v: str, example: str) -> str:
 class LockSettings(StrictModel):
     """`locks:` in lake.yaml: how two lake processes writing one table are kept apart."""
 
-    # auto: flock for a local warehouse, an S3 lease for s3a:// (s3://, s3n://). none: no lock
-    # (one scheduler runs every write); the only choice for other file systems today.
-    kind: Literal["auto", "flock", "s3", "none"] = "auto"
-    # An S3 lease not renewed for this long is taken over (its holder died); renewed every third.
-    lease_seconds: int = Field(default=60, ge=10, le=3600)
+    kind: Literal["auto", "flock", "s3", "none"] = Field(default="auto", description="`auto`: flock for a local warehouse, an S3 lease "
+                                                         "for s3a:// (s3://, s3n://); `none`: no lock (one scheduler runs every write), "
+                                                         "the only choice for other file systems today.")
+    lease_seconds: int = Field(default=60, ge=10, le=3600, description="An S3 lease not renewed for this long is taken over (its "
+                               "holder died); the holder renews it every third of it.")
 
 
 def check_lock_service(warehouse: str, locks: LockSettings) -> None:

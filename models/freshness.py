@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from models.base import StrictModel
 from models.deploy import FIX_SEPARATOR
@@ -34,8 +34,8 @@ class FreshnessConfig(StrictModel):
     """`{warn_after: 30m, error_after: 2h}`: ages (seconds once parsed) of the newest source event
     ingested; at least one of the two."""
 
-    warn_after: float | None = None
-    error_after: float | None = None
+    warn_after: float | None = Field(default=None, description="A duration (`45s`, `30m`, `2h`, `1d`): older is a warning.")
+    error_after: float | None = Field(default=None, description="A duration: older is an error (`lake freshness` and `lake check` exit 1).")
 
     @field_validator("warn_after", "error_after", mode="before")
     @classmethod

@@ -32,12 +32,14 @@ DEFAULT_COMPACT_EVERY = 5
 class TableLayout(StrictModel):
     """The Hudi layout fields of an ODS table or a model (mixed into both configs)."""
 
-    # Hudi table type: merge-on-read appends a change to log files instead of rewriting every
-    # file group it touches.
-    type: Literal["cow", "mor"] = "cow"
-    index: Literal["simple", "bucket"] = "simple"
-    buckets: int = Field(default=DEFAULT_BUCKETS, ge=1, le=4096)
-    compact_every: int = Field(default=DEFAULT_COMPACT_EVERY, ge=0)
+    type: Literal["cow", "mor"] = Field(default="cow", description="Hudi table type: copy-on-write, or merge-on-read (appends a "
+                                        "change to log files instead of rewriting every file group it touches).")
+    index: Literal["simple", "bucket"] = Field(default="simple", description="`bucket`: a key's hash names its file group (no lookup); "
+                                               "not with `partition_by`.")
+    buckets: int = Field(default=DEFAULT_BUCKETS, ge=1, le=4096, description="Bucket index only: the table's file groups, fixed when "
+                         "it is created.")
+    compact_every: int = Field(default=DEFAULT_COMPACT_EVERY, ge=0, description="Merge-on-read only: inline compaction every N delta "
+                               "commits; 0: only `lake compact`.")
 
     @model_validator(mode="after")
     def _bucket_layout(self) -> TableLayout:

@@ -28,6 +28,8 @@ class TableBatchResult(BaseModel):
     dead_letter: int = 0
     truncated: int = 0
     replayed: int = 0  # events not newer than their key's tombstone (a replay of a deleted key): dropped
+    tombstones_expired: int = 0  # tombstones removed by this batch: older than ods.tombstone_retention_days
+    expired_refused: int = 0  # replayed events (dead-letter replay) older than an expired tombstone: dead-lettered again
     before_bootstrap: int = 0
     quarantined: int = 0  # rows a `drop` check sent to _quarantine.ods_<name>
     checks: list[CheckOutcome] = Field(default_factory=list)
@@ -70,6 +72,8 @@ class IngestSummary(BaseModel):
                 acc.dead_letter += t.dead_letter
                 acc.truncated += t.truncated
                 acc.replayed += t.replayed
+                acc.tombstones_expired += t.tombstones_expired
+                acc.expired_refused += t.expired_refused
                 acc.before_bootstrap += t.before_bootstrap
                 acc.quarantined += t.quarantined
                 acc.checks = t.checks or acc.checks
@@ -95,6 +99,10 @@ class IngestSummary(BaseModel):
     @property
     def control(self) -> int:
         return sum(b.control for b in self.batches)
+
+    @property
+    def tombstones_expired(self) -> int:
+        return sum(t.tombstones_expired for b in self.batches for t in b.tables.values())
 
     def dead_reasons(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -155,6 +163,31 @@ class SourceFreshness(BaseModel):
     checked_at: datetime
 
 
+class Delivery(BaseModel):
+    """One message lake tried to send for a run (an alert, an OpenLineage event) that failed, or
+    an alert that went out: the run goes on either way, and its record says so."""
+
+    channel: Literal["alert", "lineage"]
+    target: str  # which target (secrets shown as ${VAR})
+    what: str  # e.g. "build_failed dws.sales", "COMPLETE ingest"
+    ok: bool
+    error: str | None = None
+    at: datetime
+
+
+class Incident(BaseModel):
+    """A problem alerted once and kept open until a run shows it fixed (framework/observe/alerts.py)."""
+
+    key: str  # "<event> <subject>", e.g. "build_failed dws.sales"
+    event: str  # build_failed | ingest_failed | gate_blocked | freshness | dead_letter | lock_lost
+    subject: str  # the table, model or lock concerned
+    reason: str
+    fix: str
+    run_id: str  # the run that opened it
+    opened_at: datetime
+    delivered: list[str] = Field(default_factory=list)  # targets the alert reached (others are retried)
+
+
 class RunRecord(BaseModel):
     """One `lake ingest` or `lake build` run, stored under <warehouse>/_lake/runs/."""
 
@@ -173,6 +206,11 @@ class RunRecord(BaseModel):
     models: list[ModelResult] = Field(default_factory=list)
     freshness: dict[str, Freshness] = Field(default_factory=dict)  # per model built by `lake run`
     sources: dict[str, SourceFreshness] = Field(default_factory=dict)  # ODS tables with `freshness:` (run, check)
+    error_type: str | None = None  # the error's class, e.g. QualityGateError, LockLostError
+    fix: str | None = None  # what the error says to do about it
+    # Per model built: per upstream, the commits completed after the checkpoint the model's table holds.
+    checkpoint_lag: dict[str, dict[str, int]] = Field(default_factory=dict)
+    deliveries: list[Delivery] = Field(default_factory=list)  # alerts sent, alerts and lineage events that failed
 
 
 class LockHolder(BaseModel):
@@ -184,6 +222,12 @@ class LockHolder(BaseModel):
     host: str
     command: str
     since: datetime
+    # An S3 lease only (framework/runtime/lease.py): how long the holder's lease lasts after each
+    # renewal (contenders judge expiry by it, not by their own setting), the token of this holding
+    # (a holder recognises its own object by it) and how often it has been renewed.
+    lease_seconds: int | None = None
+    token: str | None = None
+    renewals: int | None = None
 
 
 class RebuildRecord(BaseModel):
@@ -207,6 +251,8 @@ class RebuildResult(BaseModel):
     events: int = 0  # CDC events written from the replay (upserts and deletes)
     dead_letter: int = 0  # events of the table the replay sent to the dead letter
     rows: int = 0  # the table's rows afterwards
+    rows_before: int | None = None  # the table's rows before (None: there was no readable table)
+    given_up: int = 0  # rows (or, the table gone, Kafka events) the source no longer held: lost by --accept-loss
     ingest: IngestSummary | None = None  # the replay's run
 
 
@@ -234,7 +280,23 @@ class ReplayResult(BaseModel):
     selected: int = 0  # pending events it put back through ingest
     replayed: int = 0  # ... marked replayed (taken, or dropped as older than what the table holds)
     failed_again: int = 0  # ... dead-lettered again (their reason updated, still pending)
+    refused_expired: dict[str, int] = Field(default_factory=dict)  # ODS table -> of those, refused: older than an expired tombstone
+    refused_samples: list[str] = Field(default_factory=list)  # locations of a few refused events
+    allow_expired: bool = False  # --allow-expired-tombstones: nothing refused
     batch: BatchResult | None = None
+
+
+class PurgeResult(BaseModel):
+    """`lake dead-letter purge`: the selected events by kind, and how many went."""
+
+    replayed: int = 0  # selected events a replay already put back (marked replayed)
+    pending: int = 0  # selected events never replayed: purged only with --include-pending
+    include_pending: bool = False
+    purged: int = 0  # deleted (0 in a dry run)
+
+    @property
+    def would_purge(self) -> int:
+        return self.replayed + (self.pending if self.include_pending else 0)
 
 
 class CompactResult(BaseModel):

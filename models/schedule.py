@@ -14,17 +14,25 @@ from models.deploy import FIX_SEPARATOR
 class ScheduleConfig(StrictModel):
     """One entry of `schedules:` in `lake.yaml`: what `lake schedule` runs, and when."""
 
-    name: str
-    # Standard 5-field crontab (minute hour day month day-of-week, 0 or 7 = Sunday); a 6th field
-    # in front adds seconds (for tests and demos; Airflow cannot take it).
-    cron: str
-    timezone: str = "UTC"
-    what: Literal["ingest", "build", "run", "compact"]  # run = ingest --once, then build; compact: `lake compact`
-    select: list[str] = Field(default_factory=list)  # build: model selectors; ingest: ODS tables; compact: tables
-    exclude: list[str] = Field(default_factory=list)
-    incremental: bool = False
-    lock_timeout: float | None = Field(default=None, ge=0)  # --lock-timeout of the command
-    misfire_grace_seconds: int = Field(default=300, ge=1)  # a run this late still starts
+    name: str = Field(description="Names the job and the Airflow DAG (`lake_<name>`).")
+    # A 6th field for seconds is for tests and demos; Airflow cannot take it.
+    cron: str = Field(description="5-field crontab: minute hour day month day-of-week (0 or 7 = Sunday); a 6th field in front adds seconds.")
+    timezone: str = Field(default="UTC", description="IANA time zone of the cron times, e.g. Europe/Berlin.")
+    what: Literal["ingest", "build", "run", "compact"] = Field(description="`ingest` (ingest --once), `build`, `run` (ingest --once, "
+                                                               "then build) or `compact` (lake compact).")
+    select: list[str] = Field(default_factory=list, description="build: model selectors; ingest: ODS tables (ods.user); compact: tables.")
+    exclude: list[str] = Field(default_factory=list, description="build: selectors to leave out.")
+    incremental: bool = Field(default=False, description="build: `--incremental`.")
+    lock_timeout: float | None = Field(default=None, ge=0, description="`--lock-timeout` of the commands (default: theirs, 30 s).")
+    misfire_grace_seconds: int = Field(default=300, ge=1, description="A run delayed by at most this still starts.")
+    catchup: Literal["latest", "all", "none"] = Field(
+        default="latest", description="Fire times missed while no `lake schedule` ran (Airflow's catchup): `latest` runs once for "
+        "them at start, `all` once per missed time, `none` skips them; the scheduler says which.")
+
+    @field_validator("catchup", mode="before")
+    @classmethod
+    def _airflow_bool(cls, v: object) -> object:
+        return {True: "all", False: "latest"}.get(v, v) if isinstance(v, bool) else v
 
     @field_validator("name")
     @classmethod

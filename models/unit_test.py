@@ -46,9 +46,10 @@ class RowSet(StrictModel):
     """Rows inline (`rows:`: a list of mappings, or CSV text with `format: csv`) or in a file
     (`file:`, relative to the YAML file: .csv, or .yaml/.yml/.json holding a list of mappings)."""
 
-    rows: list[dict[str, Any]] | str | None = None
-    format: RowFormat = "dict"
-    file: str | None = None
+    rows: list[dict[str, Any]] | str | None = Field(default=None, description="Rows inline: a list of mappings (a column not given "
+                                                    "is NULL), or CSV text with `format: csv`.")
+    format: RowFormat = Field(default="dict", description="`csv`: `rows:` is CSV text, a header line first; an empty cell is NULL.")
+    file: str | None = Field(default=None, description="Rows in a file, relative to the YAML: .csv, or .yaml/.yml/.json holding a list of mappings.")
 
     @model_validator(mode="after")
     def _one_source(self) -> RowSet:
@@ -67,10 +68,10 @@ class RowSet(StrictModel):
 class GivenInput(RowSet):
     """The rows of one upstream the model reads."""
 
-    input: str
-    # Spark SQL types of columns, e.g. {amount: "decimal(10,2)"}; others come from the upstream's
-    # declaration or the values (framework/modeltest/rows.py).
-    columns: dict[str, str] = Field(default_factory=dict)
+    input: str = Field(description="An upstream, named as the model's SQL (or `depends_on`) names it: ods.user.")
+    # Others come from the upstream's declaration or the values (framework/modeltest/rows.py).
+    columns: dict[str, str] = Field(default_factory=dict, description="Spark SQL types of columns, e.g. `{amount: \"decimal(10,2)\"}`; "
+                                    "else the upstream's declared type, else inferred from the values.")
 
     @field_validator("input")
     @classmethod
@@ -83,10 +84,10 @@ class ChangeEvent(StrictModel):
     and the columns that change; `key:` names the row when the update changes its key) or a
     delete (`row` holds the key)."""
 
-    op: Literal["insert", "update", "delete"]
-    input: str
-    row: dict[str, Any] = Field(min_length=1)
-    key: dict[str, Any] | None = None
+    op: Literal["insert", "update", "delete"] = Field(description="The change.")
+    input: str = Field(description="The upstream it changes.")
+    row: dict[str, Any] = Field(min_length=1, description="insert: the row; update: the key and the columns that change; delete: the key.")
+    key: dict[str, Any] | None = Field(default=None, description="An update that changes the row's key: the old key.")
 
     @field_validator("input")
     @classmethod
@@ -107,12 +108,13 @@ class Expectation(RowSet):
 class UnitTest(StrictModel):
     """One test of one model (under `tests:` in the model's YAML)."""
 
-    name: str = Field(min_length=1)
-    description: str | None = None
-    given: list[GivenInput] = Field(default_factory=list)
-    changes: list[ChangeEvent] = Field(default_factory=list)
-    expect: Expectation
-    ordered: bool = False  # compare the rows in order (the full computation only; a table has none)
+    name: str = Field(min_length=1, description="One line naming the test.")
+    description: str | None = Field(default=None, description="What it checks.")
+    given: list[GivenInput] = Field(default_factory=list, description="Rows of the upstreams; an upstream left out is empty.")
+    changes: list[ChangeEvent] = Field(default_factory=list, description="Events after `given:`: the test then also builds the model "
+                                       "incrementally over them.")
+    expect: Expectation = Field(description="The rows the model must return; only the columns they name are compared.")
+    ordered: bool = Field(default=False, description="Compare the rows in order (the full computation only; a table has none).")
 
     @field_validator("name")
     @classmethod
@@ -125,13 +127,13 @@ class UnitTest(StrictModel):
 class ProjectUnitTest(UnitTest):
     """A test in a project file tests/*.yaml: it names its model."""
 
-    model: str
+    model: str = Field(description="The model it tests, `<layer>.<name>`.")
 
 
 class UnitTestFile(StrictModel):
     """A project file tests/*.yaml."""
 
-    unit_tests: list[ProjectUnitTest] = Field(default_factory=list)
+    unit_tests: list[ProjectUnitTest] = Field(default_factory=list, description="Tests of any models of the project.")
 
 
 # --------------------------------------------------------------------------- results
@@ -169,7 +171,7 @@ class Comparison(BaseModel):
 class UnitTestResult(BaseModel):
     """The outcome of one unit test."""
 
-    model: str
+    model: str = Field(description="The model it tests, `<layer>.<name>`.")
     test: str
     file: str
     line: int | None = None

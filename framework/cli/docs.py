@@ -31,13 +31,15 @@ def generate(obj: Ctx, show_path: bool) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, help="Port (0: any free port).")
 @click.option("--no-generate", is_flag=True, help="Serve what is there without regenerating first.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests for this host name (besides IP addresses, localhost and this machine's names).")
 @click.pass_obj
 @handle_errors
-def serve(obj: Ctx, host: str, port: int, no_generate: bool) -> None:
-    """Generate the site, then serve out/ over HTTP until Ctrl-C."""
+def serve(obj: Ctx, host: str, port: int, no_generate: bool, allow_hosts: tuple[str, ...]) -> None:
+    """Generate the site, then serve out/docs/ and out/report/ over HTTP until Ctrl-C."""
     from framework.commands.docs import generate_docs, serve_docs
 
     project = obj.project()
     if not no_generate:
         generate_docs(project)
-    serve_docs(project, host, port, lambda url: say(obj.console, f"serving {url} (Ctrl-C stops)"))
+    serve_docs(project, host, port, lambda url: say(obj.console, f"serving {url} (Ctrl-C stops)"), allow_hosts)

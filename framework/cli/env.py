@@ -110,14 +110,16 @@ def promote_cmd(obj: Ctx, name: str, lock_timeout: float) -> None:
 
 @env.command("drop")
 @click.argument("name")
+@LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def drop_cmd(obj: Ctx, name: str) -> None:
-    """Delete the environment's tables and records (_env/NAME/); production is not touched."""
+def drop_cmd(obj: Ctx, name: str, lock_timeout: float) -> None:
+    """Delete the environment's tables and records (_env/NAME/), after any build running in it;
+    production is not touched."""
     from framework.commands.env import drop
     from framework.table.session import ensure_storage
 
     project = obj.project()
     ensure_storage(project)
-    state = drop(project, name)
+    state = drop(project=project, env=name, lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale)
     say(obj.console, f"dropped environment {name} ({', '.join(state.models) or 'no models'})")

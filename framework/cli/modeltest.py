@@ -31,7 +31,7 @@ def test_cmd(obj: Ctx, selectors: tuple[str, ...], exclude: tuple[str, ...], as_
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
     elif not results:
-        say(obj.console, f"no unit tests for the {len(chosen.chosen)} selected model(s); add `tests:` to a model's YAML (README: Testing models)")
+        say(obj.console, f"no unit tests for the {len(chosen.chosen)} selected model(s); add `tests:` to a model's YAML (docs/guides/unit-tests.md)")
     else:
         say(obj.console, summary(results))
     if any(r.status != "pass" for r in results):

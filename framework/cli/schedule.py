@@ -47,5 +47,10 @@ def schedule(obj: Ctx, list_only: bool, count: int, airflow_path: Path | None, l
 
         say(err_console, f"{datetime.now():%Y-%m-%d %H:%M:%S} {text}")
 
-    steps = sched.SubprocessSteps(project.root, log, project.target)
-    sys.exit(sched.serve(sched.Scheduler(schedules, steps, log), log, steps.terminate))
+    from framework.observe.observer import exposing
+
+    with exposing(project, log) as observer:
+        steps = sched.SubprocessSteps(project.root, log, project.target, observer=observer, spool=project.local_state / "spool")
+        scheduler = sched.Scheduler(schedules, steps, log, state_dir=project.local_state, metrics=observer.metrics)
+        code = sched.serve(scheduler, log, steps.terminate)
+    sys.exit(code)

@@ -30,8 +30,9 @@ class Ctx:
 
     def project(self):  # type: ignore[no-untyped-def]
         from framework.project.config import load_project
+        from framework.table.session import as_submitted
 
-        project = load_project(self.project_dir, self.target)
+        project = as_submitted(load_project(self.project_dir, self.target))  # a submitted app: the submitter's Spark settings
         if project.target and not self.quiet:  # on stderr: stdout may be JSON or CSV
             err_console.print(f"target: {project.target}", markup=False, highlight=False)
         return project

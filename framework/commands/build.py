@@ -7,10 +7,11 @@ from collections.abc import Callable, Sequence
 
 from framework.commands.common import locked, recorded
 from framework.commands.test import BuildTests, stopped_models
+from framework.observe.observer import Observer
 from framework.project.config import Project
 from framework.runtime.history import settle_models
 from framework.runtime.lock import table_lock
-from framework.table.session import spark_session
+from framework.table.session import ensure_storage, spark_session
 from framework.transform.runner import Selection, build
 from models.records import LockHolder, ModelResult, RunRecord
 from models.unit_test import UnitTestResult
@@ -25,15 +26,21 @@ def run_build(*, project: Project, selection: Selection, incremental: bool, lock
     built (failed, with the diff as its error) and its descendants are skipped; `on_tests` gets
     the results. They share the build's session when it is local, else run in a child process;
     a test unchanged since it last passed is not rerun unless `rerun_tests`."""
+    if not selection.chosen:  # nothing to build: the run record says so, and no JVM starts for it
+        ensure_storage(project)
+        with recorded(project, "build", argv) as rec:
+            return rec
     tests = BuildTests.prepare(project, selection, enabled=unit_tests, rerun=rerun_tests)
     with locked(project, [table_lock(n) for n in selection.chosen], lock_timeout, argv, on_stale):
         tests.before_spark()
         spark = spark_session(project)
-        with recorded(project, "build", argv) as rec:
+        obs = Observer(project)
+        with recorded(project, "build", argv, obs) as rec:
             tested = tests.run(spark)
             if tested and on_tests:
                 on_tests(tested)
-            results = build(spark, project, list(selection.chosen), [], incremental, on_start=on_start, on_result=on_result,
+            results = build(spark, project, list(selection.chosen), [], incremental, on_start=obs.on_start(rec, on_start),
+                            on_result=obs.on_result(rec, on_result),
                             run_id=rec.run_id, loaded=selection, stopped=stopped_models(tested))
             settle_models(rec, results)
     return rec

@@ -85,7 +85,7 @@ def run_check(*, project: Project, selectors: list[str], argv: Sequence[str]) ->
     chosen, sources = targets(project, selectors)  # config and selector errors before Spark starts
     if not chosen and not sources:
         raise LakeError("no selected model or ODS table declares `checks:` or `freshness:`",
-                        fix="add `checks:` to a model's YAML or an ODS table, or `freshness:` to an ODS table (see README), or widen the selection")
+                        fix="add `checks:` to a model's YAML or an ODS table, or `freshness:` to an ODS table (docs/concepts/quality.md), or widen the selection")
     spark = spark_session(project) if chosen else None
     ensure_storage(project)
     with recorded(project, "check", argv) as rec:

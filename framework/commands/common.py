@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from framework.errors import LakeError
+from framework.observe.observer import Observer
 from framework.project.config import Project
 from framework.runtime import history
 from framework.runtime.lock import hold
@@ -23,9 +24,11 @@ def locked(project: Project, names: list[str], timeout: float, argv: Sequence[st
                 settings=project.config.locks, spark_conf=project.config.spark.conf)
 
 
-def recorded(project: Project, command: str, argv: Sequence[str]) -> contextlib.AbstractContextManager[RunRecord]:
-    """A run record for the block, stored whatever happens (run history)."""
-    return history.recorded(Layout(project.warehouse), command, list(argv), project.target)
+def recorded(project: Project, command: str, argv: Sequence[str], observer: Observer | None = None) -> contextlib.AbstractContextManager[RunRecord]:
+    """A run record for the block, stored whatever happens (run history), observed as lake.yaml
+    says (`alerts:`, `lineage:`; framework/observe/)."""
+    obs = observer or Observer(project)
+    return history.recorded(Layout(project.warehouse), command, list(argv), project.target, start=obs.started, finish=obs.finish)
 
 
 def parse_seconds(text: str) -> int:

@@ -21,10 +21,12 @@ from pyspark.sql import SparkSession
 from framework.commands.common import locked
 from framework.errors import LakeError
 from framework.project.config import Project
+from framework.runtime import lock
 from framework.runtime.location import Location
 from framework.runtime.lock import table_lock
 from framework.runtime.paths import Layout
 from framework.table import hudi
+from framework.table.catalog import quote_literal
 from framework.table.session import spark_session
 from framework.transform.loader import load_models
 from models.layout import TableLayout
@@ -76,7 +78,9 @@ def compact(spark: SparkSession, name: str, path: Location) -> CompactResult:
     """Plan and run a compaction of the table at `path` (nothing to do: status `nothing`)."""
     before = {i.requested for i in hudi.completed_instants(spark, path) if i.action == "commit"}
     started = time.monotonic()
-    spark.sql(f"CALL run_compaction(op => 'scheduleAndExecute', path => '{path}', options => '{_OPTIONS}')").collect()
+    lock.assert_held(f"the compaction of {name}")
+    spark.sql(f"CALL run_compaction(op => 'scheduleAndExecute', path => {quote_literal(str(path))}, "
+              f"options => {quote_literal(_OPTIONS)})").collect()
     seconds = time.monotonic() - started
     done = [i for i in hudi.completed_instants(spark, path) if i.action == "commit" and i.requested not in before]
     if not done:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from framework.project.config import Project
 from framework.quality.report import report_dir
 from framework.site.catalog import collect
 from framework.site.docs import write_docs
+from framework.site.server import site_server
 from framework.transform.dag import build_graph
 from framework.transform.loader import load_models
 from models.records import RunRecord
@@ -57,18 +56,11 @@ def _report_dag(project: Project) -> str:
     return dag_svg(graph, dag_status(project, models, history.runs(Layout(project.warehouse))))
 
 
-def serve_docs(project: Project, host: str, port: int, on_ready: Callable[[str], None]) -> None:
-    """Serve `<project>/out/` over HTTP (the docs and the run report link to each other) until
-    Ctrl-C; `on_ready` gets the docs URL."""
-    root = project.root / "out"
-    handler = functools.partial(_Quiet, directory=str(root))
-    with http.server.ThreadingHTTPServer((host, port), handler) as server:
+def serve_docs(project: Project, host: str, port: int, on_ready: Callable[[str], None], allow_hosts: Sequence[str] = ()) -> None:
+    """Serve the docs site and the run report (they link to each other) until Ctrl-C; only
+    those two folders, without listings or symbolic links, to this machine's host names
+    (framework/site/server.py). `on_ready` gets the docs URL."""
+    roots = {"docs": docs_dir(project), "report": report_dir(project)}
+    with site_server(roots, host, port, allow_hosts) as server:
         on_ready(f"http://{host}:{server.server_address[1]}/docs/index.html")
         server.serve_forever()
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    """Static files without a log line per request."""
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
-        return

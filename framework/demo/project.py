@@ -104,16 +104,20 @@ def _seed_files(project: Project, seed: dict[str, OdsTable]) -> list[Path]:
 
 
 def _write_config(project: Project, path: Path) -> None:
+    """The demo's lake.yaml: the project's settings as its lake.yaml writes them, `${VAR}`
+    references kept (their values may be secrets, and this file is no place for them)."""
     import yaml
 
-    cfg = project.config
+    from framework.project.config import unexpanded
+
+    raw = unexpanded(project)
+    ods = raw.get("ods")
+    ods = ods if isinstance(ods, dict) else {}
     data = {
         "name": "demo",
         "warehouse": "warehouse",
-        "spark": cfg.spark.model_dump(mode="json"),
-        "hudi": dict(cfg.hudi),
-        "build": cfg.build.model_dump(mode="json"),
-        "ods": {**cfg.ods.model_dump(mode="json", exclude={"source"}), "source": {"kind": "files", "path": "cdc", "format": "debezium-json"}},
+        **{k: raw[k] for k in ("spark", "hudi", "build") if raw.get(k) is not None},
+        "ods": {**{k: v for k, v in ods.items() if k != "source"}, "source": {"kind": "files", "path": "cdc", "format": "debezium-json"}},
     }
     head = (f"# Written by `lake demo` from the spark, hudi, build and ods settings of {project.root / 'lake.yaml'};\n"
             "# the demo's warehouse and CDC stay in this folder. `lake demo --fresh` rewrites this file.\n")

@@ -53,6 +53,9 @@ def diff_model(spark: SparkSession, env: EnvLayout, model: str, samples: int = 5
                         fix=f"build it there first: lake build --env {env.state.name} {model}"
                         + (f" (built there: {', '.join(env.state.models)})" if env.state.models else ""))
     prod_path, env_path = env.production.table(model), env.table(model)
+    if not hudi.table_exists(env_path):
+        raise LakeError(f"{model} has no table in environment {env.state.name} yet: no build of it there has succeeded",
+                        fix=f"build it there: lake build --env {env.state.name} {model} (its summary says why it failed, if it does)")
     if not hudi.table_exists(prod_path):
         raise LakeError(f"{model} has no production table to compare with", fix=f"production builds it with `lake build {model}` (or `lake env promote {env.state.name}`)")
     prod, mine = _live(spark, prod_path), _live(spark, env_path)

@@ -15,6 +15,7 @@ shared catalog.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field
@@ -92,17 +93,43 @@ def names(warehouse: Location) -> list[str]:
     return sorted(p.name for p in layout.fs.children(warehouse / "_env") if layout.fs.exists(p / "_lake" / "env.json"))
 
 
-def open_env(warehouse: Location, name: str, building: list[str], latest: dict[str, str]) -> EnvLayout:
-    """The layout of environment `name` for a build of `building` (created if new): it owns those
-    models and those built into it before; `latest` (production table -> its latest completion
-    time) pins the production tables the build reads that are not pinned yet."""
+@dataclass(frozen=True)
+class Production:
+    """What an environment build needs to know of a production table it reads."""
+
+    latest: str  # completion time of its latest commit
+    earliest_retained: str | None  # the cleaner's earliest retained commit (hudi.earliest_retained)
+
+
+def cleaned(pin: str, table: Production) -> bool:
+    """Whether production's cleaner removed files the table's state as of `pin` needs: Hudi's
+    time travel refuses an instant before the earliest retained commit ("Cleaner cleaned up the
+    timestamp of interest"), and so does this, with the same comparison."""
+    return table.earliest_retained is not None and pin < table.earliest_retained
+
+
+def open_env(warehouse: Location, name: str, building: list[str], production: dict[str, Production]) -> tuple[EnvLayout, list[str]]:
+    """The layout of environment `name` for a build of `building` (created if new), and what
+    moved: it owns those models and those built into it before; a production table the build
+    reads is pinned at its latest commit unless pinned already. A pin production's cleaner has
+    passed can no longer be read: it moves to the table's latest commit, and the note says so."""
     state = load_state(warehouse, name) or EnvState(name=check_name(name), created_at=datetime.now(timezone.utc))
     models = sorted(set(state.models) | set(building))
     owned = set(models)
-    pins = {**{t: at for t, at in latest.items() if t not in owned}, **{t: at for t, at in state.pins.items() if t not in owned}}
+    pins = {t: p.latest for t, p in production.items() if t not in owned}
+    notes = []
+    for t, at in state.pins.items():
+        if t in owned:
+            continue
+        if t in production and cleaned(at, production[t]):
+            notes.append(f"production's {t} was cleaned past the environment's pin {at} (its earliest retained commit is "
+                         f"{production[t].earliest_retained}): re-pinned to its latest commit {production[t].latest}; the "
+                         f"environment's models that read it are built from there")
+            continue
+        pins[t] = at
     state = state.model_copy(update={"models": models, "pins": pins})
     save_state(warehouse, state)
-    return EnvLayout(warehouse, state, owned)
+    return EnvLayout(warehouse, state, owned), notes
 
 
 def existing(warehouse: Location, name: str) -> EnvLayout:
@@ -113,3 +140,28 @@ def existing(warehouse: Location, name: str) -> EnvLayout:
         raise LakeError(f"there is no environment {name!r} in this warehouse",
                         fix=f"environments: {', '.join(known)}" if known else "create one with `lake build --env NAME SELECTOR`")
     return EnvLayout(warehouse, state, set(state.models))
+
+
+def lock_names(warehouse: Location, name: str) -> list[str]:
+    """Names of the locks taken in environment `name` (lock files stay; an S3 lease object
+    exists while held)."""
+    layout = Layout(warehouse)
+    return sorted(p.name.removesuffix(".lock") for p in layout.fs.children(Layout(env_root(warehouse, name)).locks)
+                  if p.name.endswith(".lock"))
+
+
+def delete(warehouse: Location, name: str) -> None:
+    """Remove environment `name`: its state first (from then on it does not exist), then its
+    tables and records. Its lock files stay: the caller holds them, and a lock file deleted while
+    held would let two processes lock two files of one name."""
+    fs = Layout(warehouse).fs
+    root = env_root(warehouse, name)
+    fs.delete(state_file(warehouse, name))
+    locks = Layout(root).locks
+    for child in fs.children(root):
+        if child == locks.parent:
+            for c in fs.children(child):
+                if c != locks:
+                    fs.delete(c)
+        else:
+            fs.delete(child)

@@ -27,7 +27,7 @@ from framework.modeltest.compare import frame
 from framework.modeltest.rows import Row
 from framework.project.config import Project
 from framework.runtime.paths import Layout
-from framework.table import hudi
+from framework.table import kinds
 from framework.table.columns import lake_key
 from framework.transform.evaluate import Evaluator
 from framework.transform.loader import Model
@@ -74,8 +74,7 @@ def _commit(spark: SparkSession, layout: Layout, inp: Input, upserts: tuple[Row,
     else:
         df = df.withColumn("_lake_key", lake_key(list(inp.key or (c for c, _t in inp.columns))))
         record_key = ["_lake_key"]
-    opts = hudi.write_options(name=inp.name.replace(".", "_"), key=record_key, ordering=None, partition=None, local=True)
-    hudi.write(df, layout.table(inp.name), opts, {})
+    kinds.plain(layout.table(inp.name), inp.name.replace(".", "_"), record_key).commit(df)
 
 
 def _flagged(spark: SparkSession, inp: Input, rows: tuple[Row, ...] | list[Row], deleted: bool) -> DataFrame:

@@ -10,11 +10,13 @@ from: `file:line` or `topic/partition/offset`), `arrival` (a sortable text of ar
 2. prepare.py, per table: column types (columns.py), decoding, the ordering sequence, truncates,
    the bootstrap hand-off, and what goes to the dead letter;
 3. the dead-letter ratio over every cause, before anything commits;
-4. commit.py: gate each table, write its tombstones (tombstones.py), then upsert it with Hudi
-   deletes, then the dead letter.
+4. commit.py: the dead letter first (every bad message of the batch, parsing and each table's),
+   then per table: gate it, write its tombstones (tombstones.py), upsert it with Hudi deletes.
 
 Exactly once: each table's commit records the stream id and batch id. A replayed batch (after a
 crash) skips the tables that already committed it, so a rerun leaves the same tables as one run.
+The dead letter is written before the first table commits: a table the rerun skips is not
+prepared again, so dead letters written after it would be lost with a crash in between.
 """
 
 from __future__ import annotations
@@ -28,16 +30,18 @@ from pyspark.sql import DataFrame, SparkSession
 from framework.errors import IngestFailed, LakeError, QualityGateError
 from framework.ods import rewrite
 from framework.ods.commit import DEAD_LETTER_KEY, commit_table, write_dead_letter
-from framework.ods.context import BatchContext, HighWater, TableState
+from framework.ods.context import BatchContext, TableState
 from framework.ods.discover import auto_create, resolve_keys
 from framework.ods.parse import classify, envelopes, summarize
 from framework.ods.prepare import Prepared, prepare
 from framework.project.config import Project
 from framework.project.types import normalize
 from framework.quality.ods_gate import BatchBlocked
+from framework.runtime.faults import failpoint
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
 from framework.table import hudi, hudi_layout
+from models.commit_meta import OdsCommit
 from models.config import OdsTable
 from models.records import BatchResult
 
@@ -48,7 +52,8 @@ __all__ = ["DEAD_LETTER_KEY", "META_COLUMNS", "OdsBatchWriter", "resolve_source_
 class OdsBatchWriter:
     """Writes micro-batches of CDC messages into the project's ODS tables."""
 
-    def __init__(self, spark: SparkSession, project: Project, stream_id: str, only: set[str] | None = None, run_id: str | None = None) -> None:
+    def __init__(self, spark: SparkSession, project: Project, stream_id: str, only: set[str] | None = None, run_id: str | None = None,
+                 replay_guard: bool = False) -> None:
         from framework.runtime.history import new_run_id
 
         self.run_id = run_id or new_run_id()  # labels quality results and quarantined events
@@ -57,7 +62,7 @@ class OdsBatchWriter:
         self.layout = Layout(project.warehouse)
         self.stream_id = stream_id
         self.only = only
-        self.ctx = BatchContext(spark, project, self.layout, stream_id, self.run_id)
+        self.ctx = BatchContext(spark, project, self.layout, stream_id, self.run_id, replay_guard)
         self.tables = {t.source: t for t in project.ods_tables if only is None or t.table_name in only}
         self.all_sources = {t.source for t in project.ods_tables}
         self.state: dict[str, TableState] = {}
@@ -66,10 +71,11 @@ class OdsBatchWriter:
         st = self.state.setdefault(t.table_name, TableState())
         if st.loaded:
             return st
-        path = self.layout.table(t.qualified_name)
+        table = self.ctx.table(t)
         rewrite.recover(self.spark, self.layout, t.qualified_name)  # a rewrite a crash interrupted
-        if hudi.table_exists(path):
-            schema = hudi.read(self.spark, path).schema
+        table.settle()  # a creation a crash interrupted: no data, removed
+        if table.committed():
+            schema = table.schema(self.spark)
             st.columns = {
                 f.name: normalize(f.dataType.simpleString())
                 for f in schema.fields
@@ -77,19 +83,16 @@ class OdsBatchWriter:
                 and not (t.partition_by and f.name == t.partition_by.derived_name)
             }
             recorded: str | None = None
-            for _inst, meta in hudi.commit_metadata(self.spark, path):
-                recorded = meta.get(hudi_layout.META_KEY, recorded)
-                if "bootstrap_watermark" in meta:
-                    st.watermark = meta["bootstrap_watermark"]
-                if meta.get("ods_key"):
-                    st.key = meta["ods_key"].split(",")
-                if meta.get("ods_high_water"):
-                    st.high_water = HighWater.model_validate_json(meta["ods_high_water"])
-                if meta.get("ods_tombstones"):
-                    st.migrated = True
-                if "ods_stream" in meta:
-                    st.last_stream = meta["ods_stream"]
-                    st.last_batch = int(meta.get("ods_batch", "-1"))
+            state = OdsCommit()
+            for c in table.commits():
+                recorded = c.lake.get(hudi_layout.META_KEY, recorded)
+                mark = OdsCommit.from_meta(c.lake)
+                state = state.then(mark)
+                if mark.stream is not None:  # the last batch is the last commit's that has one
+                    st.last_stream, st.last_batch = mark.stream, mark.batch if mark.batch is not None else -1
+            st.watermark, st.high_water, st.migrated = state.bootstrap_watermark, state.high_water, state.tombstones
+            if state.key:
+                st.key = state.key
             _check_layout(t, recorded)
         st.loaded = True
         return st
@@ -112,7 +115,7 @@ class OdsBatchWriter:
         result = BatchResult(batch_id=batch_id, started_at=started)
         by_table: dict[str, list[Any]] = {}
         parse_dead: dict[str, int] = {}  # source table -> its events dead-lettered while parsing
-        for r in summarize(parsed):
+        for r in summarize(parsed, self.project.config.ods.unavailable_value_placeholder):
             result.events += r["n"]
             if r["status"] == "tombstone":
                 result.tombstones += r["n"]
@@ -134,17 +137,21 @@ class OdsBatchWriter:
                 result.dead_letter += p.result.dead_letter
                 for reason, n in p.dead_reasons.items():
                     result.dead_reasons[reason] = result.dead_reasons.get(reason, 0) + n
+            if result.dead_letter:
+                # Before any table commits: a rerun skips the tables that have the batch, and
+                # with them the dead letters only their preparation finds. Keyed by location, and
+                # skipped when it has the batch already, so writing it first changes nothing else.
+                write_dead_letter(self.ctx, parsed, [d for p in prepared for d in p.dead], batch_id)
+                failpoint("after_dead_letter_commit")
             for p in prepared:
                 commit_table(self.ctx, p, self._state(p.table), batch_id, cache, blocked)
                 result.tables[p.table.table_name] = p.result
-            if result.dead_letter:
-                write_dead_letter(self.ctx, parsed, [d for p in prepared for d in p.dead], batch_id)
         finally:
             for df in cache:
                 df.unpersist()
         result.finished_at = datetime.now(timezone.utc)
         if blocked:
-            # Raised after the other tables and the dead letter committed: the micro-batch fails,
+            # Raised after the dead letter and the other tables committed: the micro-batch fails,
             # the streaming checkpoint stays before it, and the next run replays it (committed
             # tables and the dead letter recognise the replay by their ods_batch metadata).
             raise BatchBlocked(batch_id, blocked, result)

@@ -22,9 +22,10 @@ from framework.ods import decode as D
 from framework.ods.batch import META_COLUMNS
 from framework.ods.position import parse_position, seq_at
 from framework.project.config import Project
-from framework.runtime.faults import failpoint
 from framework.runtime.paths import Layout
-from framework.table import hudi
+from framework.table import kinds
+from framework.table.lake_table import ProjectDefaults
+from models.commit_meta import OdsCommit
 from models.config import OdsTable
 
 
@@ -99,11 +100,11 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
     missing = [k for k in table.key if k not in dump.columns]
     if missing:
         raise LakeError(f"the dump {path} has no key column(s) {missing} of {table.qualified_name}", fix=f"dump columns are {dump.columns}; check `key:` in the table YAML")
-    layout = Layout(project.warehouse)
-    target = layout.table(table.qualified_name)
+    target = kinds.bootstrap(Layout(project.warehouse), ProjectDefaults.of(project), table)
+    target.settle()  # the remains of a creation a kill interrupted
     existing: dict[str, str] = {}
-    if hudi.table_exists(target):
-        existing = {f.name: f.dataType.simpleString() for f in hudi.read(spark, target).schema.fields}
+    if target.committed():
+        existing = {f.name: f.dataType.simpleString() for f in target.schema(spark).fields}
     cols = []
     for c in dump.columns:
         typ = table.columns.get(c) or existing.get(c)
@@ -129,19 +130,9 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
         p = table.partition_by
         fmt_ = {"day": "yyyy-MM-dd", "month": "yyyy-MM", "year": "yyyy"}[p.granularity]
         out = out.withColumn(p.derived_name, F.date_format(F.col(p.column).cast("timestamp"), fmt_))
-    opts = hudi.write_options(
-        name=table.table_name, key=table.key, ordering="_seq",
-        partition=table.partition_by.derived_name if table.partition_by else None,
-        layout=table, local=project.config.spark.master.startswith("local"), extra=project.config.hudi,
-        catalog=project.config.catalog, sql_name=table.qualified_name,
-    )
     rows = out.count()
-    meta = {"bootstrap_rows": str(rows), "bootstrap_source": str(path)}
-    if not hudi.table_exists(target):
-        opts["hoodie.datasource.write.operation"] = "bulk_insert"
-        meta["ods_tombstones"] = "1"  # a new table: no soft deletes to move (framework/ods/tombstones.py)
-    if watermark:
-        meta["bootstrap_watermark"] = watermark
-    failpoint("before_bootstrap_commit")
-    hudi.write(out, target, opts, meta)
+    # A new table has no soft deletes to move (framework/ods/tombstones.py); its first commit is a
+    # bulk insert (kinds.bootstrap).
+    mark = OdsCommit(bootstrap_rows=rows, bootstrap_source=str(path), tombstones=not target.committed(), bootstrap_watermark=watermark or None)
+    target.commit(out, mark)  # failpoint before_bootstrap_commit
     return BootstrapResult(table=table.qualified_name, path=str(path), rows=rows, position=watermark, duplicates=dropped)

@@ -1,6 +1,6 @@
-"""The last steps of an ODS micro-batch: gate each prepared table, write its tombstones, upsert it
-(deletes as Hudi deletes), recording the batch in the same Hudi commit (stream id, batch id, key,
-binlog high-water mark), then the dead letter.
+"""The last steps of an ODS micro-batch: the dead letter, then per prepared table: gate it, write
+its tombstones, upsert it (deletes as Hudi deletes), recording the batch in the same Hudi commit
+(stream id, batch id, key, binlog high-water mark).
 
 Exactly once: a batch replayed after a crash skips the tables that already committed it
 (prepare.py checks each table's state first), and the dead letter skips a batch it has.
@@ -20,10 +20,10 @@ from framework.ods.prepare import Prepared
 from framework.quality.ods_gate import check_table
 from framework.runtime.faults import failpoint, pausepoint
 from framework.runtime.lock import LockHeldError, hold, table_lock
-from framework.table import hudi
-from framework.table.timeline import EVENT_TS_MAX
+from framework.table.kinds import DEAD_LETTER_KEY as _KEY
+from models.commit_meta import BatchMark, OdsCommit
 
-DEAD_LETTER_KEY = ["loc"]
+DEAD_LETTER_KEY = list(_KEY)
 DEAD_LETTER_WAIT_SECONDS = 300  # another stream's dead-letter write takes seconds
 
 
@@ -46,34 +46,20 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
             return
         commit = gate.rows
         tr.upserts -= gate.result.quarantined
-    opts = hudi.write_options(
-        name=t.table_name,
-        key=t.key,
-        ordering="_seq",
-        partition=t.partition_by.derived_name if t.partition_by else None,
-        layout=t,
-        local=ctx.local,
-        extra=ctx.project.config.hudi,
-        catalog=ctx.project.config.catalog,
-        sql_name=t.qualified_name,
-    )
+    table = ctx.table(t)
     if p.rewrite:  # a widening Hudi cannot make in place: the table is rewritten in the new types first
-        rewrite.rewrite(ctx, t, st, p.rewrite, opts)
+        rewrite.rewrite(ctx, t, st, p.rewrite)
     # Tombstones first: a crash before the table's commit leaves tombstones its rerun tolerates
     # (framework/ods/tombstones.py); the other order would lose them.
-    tombstones.write(ctx, t, commit, batch_id)
+    tr.tombstones_expired = tombstones.write(ctx, t, commit, batch_id)
     failpoint("after_tombstone_commit")
-    failpoint("before_table_commit")
-    meta = {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id), "ods_key": ",".join(t.key), tombstones.MARKER: "1"}
-    if p.high_water is not None:
-        meta["ods_high_water"] = p.high_water.model_dump_json()
-    if tr.event_ts_max is not None:  # the newest source.ts_ms of the batch's events: `lake freshness`
-        meta[EVENT_TS_MAX] = str(round(tr.event_ts_max.timestamp() * 1000))
+    # The newest source.ts_ms of the batch's events is what `lake freshness` measures from.
+    mark = OdsCommit(stream=ctx.stream_id, batch=batch_id, key=list(t.key), tombstones=True, high_water=p.high_water,
+                     event_ts_max=round(tr.event_ts_max.timestamp() * 1000) if tr.event_ts_max is not None else None)
     # Deletes are Hudi deletes: the table holds live rows only, for every reader; `_deleted` stays
     # a column (false) so tables written before tombstones and readers that filter on it still work.
     rows = commit.withColumn("_hoodie_is_deleted", F.col("_deleted")).withColumn("_deleted", F.lit(False))
-    hudi.write(rows, ctx.layout.table(t.qualified_name), opts, meta)
-    failpoint("after_table_commit")
+    table.commit(rows, mark)  # failpoints before_table_commit / after_table_commit
     st.columns = dict(p.target)
     st.key = list(t.key)
     st.last_stream, st.last_batch = ctx.stream_id, batch_id
@@ -109,17 +95,16 @@ def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFram
         F.lit(batch_id).cast("bigint").alias("batch_id"),
         F.current_timestamp().alias("dead_at"),
     )
-    opts = hudi.write_options(name="dead_letter", key=DEAD_LETTER_KEY, ordering="_seq", partition=None, cdc=False, local=ctx.local, extra=ctx.project.config.hudi,
-                              catalog=ctx.project.config.catalog, sql_name="_lake.dead_letter")
+    table = ctx.dead_letter
     pausepoint("before_dead_letter_lock")
     try:
         with hold(ctx.layout.locks, [table_lock("_lake.dead_letter")], timeout=DEAD_LETTER_WAIT_SECONDS,
                   command=f"lake ingest (dead letter of micro-batch {batch_id})",
                   settings=ctx.project.config.locks, spark_conf=ctx.project.config.spark.conf):
-            if any(meta.get("ods_stream") == ctx.stream_id and int(meta.get("ods_batch", "-1")) >= batch_id
-                   for _inst, meta in hudi.commit_metadata(ctx.spark, path)):
+            if any(m is not None and m.stream == ctx.stream_id and m.batch >= batch_id
+                   for m in (BatchMark.from_meta(c.lake) for c in table.commits())):
                 return
-            hudi.write(out, path, opts, {"ods_stream": ctx.stream_id, "ods_batch": str(batch_id)})
+            table.commit(out, BatchMark(stream=ctx.stream_id, batch=batch_id))
     except LockHeldError as e:
         raise LockHeldError(
             f"micro-batch {batch_id} cannot write the dead letter {path}: {e.message}",

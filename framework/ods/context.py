@@ -7,11 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from pydantic import BaseModel
 from pyspark.sql import SparkSession
 
 from framework.project.config import Project
 from framework.runtime.paths import Layout
+from framework.table import kinds
+from framework.table.lake_table import LakeTable, ProjectDefaults
+from models.commit_meta import HighWater
+from models.config import OdsTable
+
+__all__ = ["BatchContext", "HighWater", "TableState", "utc"]
 
 
 @dataclass(frozen=True)
@@ -21,19 +26,27 @@ class BatchContext:
     layout: Layout
     stream_id: str
     run_id: str
+    # A dead-letter replay's batch: refuse events older than an expired tombstone (tombstones.py).
+    replay_guard: bool = False
 
     @property
     def local(self) -> bool:
         return self.project.config.spark.master.startswith("local")
 
+    @property
+    def defaults(self) -> ProjectDefaults:
+        return ProjectDefaults.of(self.project)
 
-class HighWater(BaseModel):
-    """The greatest binlog position a table has taken (`pos`: file number and position as in
-    `pos_seq`), the server that wrote it and its source time; kept in the commit metadata."""
+    def table(self, t: OdsTable) -> LakeTable:
+        """The ODS table of `t`."""
+        return kinds.ods(self.layout, self.defaults, t)
 
-    server: str
-    pos: str
-    ts_ms: int
+    def tombstones(self, t: OdsTable) -> LakeTable:
+        return kinds.tombstones(self.layout, self.defaults, t)
+
+    @property
+    def dead_letter(self) -> LakeTable:
+        return kinds.dead_letter(self.layout, self.defaults)
 
 
 @dataclass

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import signal
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -28,10 +28,11 @@ from framework.errors import EnvironmentProblem, IngestFailed, LakeError
 from framework.ods.batch import OdsBatchWriter, resolve_source_path
 from framework.project.config import Project
 from framework.quality.ods_gate import BatchBlocked
-from framework.runtime import rebuilds
+from framework.runtime import lock, rebuilds
 from framework.runtime.faults import failpoint
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
+from framework.runtime.signals import on_stop_signals, stopping
 from framework.runtime.storage import storage_for
 from models.config import FileSourceConfig
 from models.records import BatchResult, IngestSummary
@@ -275,6 +276,7 @@ def _batch_handler(spark: SparkSession, source: Source, writer: OdsBatchWriter, 
         try:
             msgs = source.messages(spark, batch, batch_id)
             result = writer.process(msgs, batch_id)
+            lock.assert_held(f"the streaming checkpoint commit of micro-batch {batch_id}")  # Spark records the batch after
             failpoint("before_offset_commit")  # every table and the dead letter committed; Spark records the batch after
         except BaseException as e:
             if isinstance(e, BatchBlocked):
@@ -293,11 +295,7 @@ def _batch_handler(spark: SparkSession, source: Source, writer: OdsBatchWriter, 
 def _await(query: Any, stop: threading.Event, continuous: bool) -> Any:
     """Wait for the query to end (available-now) or to be stopped (continuous: SIGINT/SIGTERM set
     `stop`; the micro-batch in flight finishes first); the query's exception, if any."""
-    previous = {}
-    if continuous and threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    try:
+    with on_stop_signals(stopping(stop)) if continuous else nullcontext():
         while query.isActive:
             if stop.is_set():
                 # Finish the micro-batch in flight, then stop.
@@ -310,6 +308,3 @@ def _await(query: Any, stop: threading.Event, continuous: bool) -> Any:
             except StreamingQueryException:
                 break  # reported by the caller from its failures or query.exception()
         return query.exception()
-    finally:
-        for sig, h in previous.items():
-            signal.signal(sig, h)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from framework.errors import EnvironmentProblem
-from models.config import SchemaRegistryConfig
+from models.registry import SchemaRegistryConfig
 
 # Confluent's "Schema not found" (Apicurio's ccompat API answers it too).
 SCHEMA_NOT_FOUND = 40403

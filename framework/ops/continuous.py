@@ -8,7 +8,6 @@ the cycle the model's commit completed.
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from collections.abc import Callable
 import networkx as nx
 from pyspark.sql import SparkSession
 
+from framework.observe.observer import Observer
 from framework.ods.ingest import run_ingest
 from framework.project.config import Project
 from framework.quality import freshness as source_freshness
@@ -24,6 +24,7 @@ from framework.runtime import history
 from framework.runtime.faults import failpoint
 from framework.runtime.history import settle_models
 from framework.runtime.paths import Layout
+from framework.runtime.signals import on_stop_signals, stopping
 from framework.transform.runner import Selection, behind, build, selection
 from models.records import Freshness, IngestSummary, ModelResult, RunRecord
 
@@ -58,12 +59,15 @@ def freshness(summary: IngestSummary, g: nx.DiGraph, results: list[ModelResult])
 
 
 def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], args: list[str],
-              on_result: Callable[[ModelResult], None] | None = None, loaded: Selection | None = None) -> RunRecord:
-    """One ingest + incremental build of the affected models; stored as a run record. `loaded`:
-    the models and the selection, already loaded (else from `selectors` and `exclude`)."""
+              on_result: Callable[[ModelResult], None] | None = None, loaded: Selection | None = None,
+              observer: Observer | None = None) -> RunRecord:
+    """One ingest + incremental build of the affected models; stored as a run record, observed
+    (alerts, lineage, metrics: framework/observe/). `loaded`: the models and the selection,
+    already loaded (else from `selectors` and `exclude`)."""
     sel = loaded or selection(project, selectors, exclude)
     g, chosen = sel.graph, sel.chosen
-    with history.recorded(Layout(project.warehouse), "run", args, project.target) as rec:
+    obs = observer or Observer(project)
+    with history.recorded(Layout(project.warehouse), "run", args, project.target, start=obs.started, finish=obs.finish) as rec:
         try:
             summary = run_ingest(spark, project, run_id=rec.run_id)
         except BatchBlocked as e:
@@ -80,8 +84,8 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
         todo += [m for m in behind(spark, project, sel, [c for c in chosen if c not in todo]) if m not in todo]
         todo = [m for m in chosen if m in todo]  # dependency order
         if todo:
-            settle_models(rec, build(spark, project, todo, [], incremental=True, on_result=on_result, run_id=rec.run_id, loaded=sel),
-                          list_skipped=True)
+            settle_models(rec, build(spark, project, todo, [], incremental=True, on_start=obs.on_start(rec),
+                                     on_result=obs.on_result(rec, on_result), run_id=rec.run_id, loaded=sel), list_skipped=True)
         rec.freshness = freshness(summary, g, rec.models)
     return rec
 
@@ -89,27 +93,22 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
 def run_continuous(spark: SparkSession, project: Project, selectors: list[str], exclude: list[str], args: list[str],
                    trigger_seconds: int, on_cycle: Callable[[RunRecord], None] | None = None,
                    on_result: Callable[[ModelResult], None] | None = None,
-                   stop_event: threading.Event | None = None, max_cycles: int | None = None, loaded: Selection | None = None) -> list[RunRecord]:
+                   stop_event: threading.Event | None = None, max_cycles: int | None = None, loaded: Selection | None = None,
+                   observer: Observer | None = None) -> list[RunRecord]:
     """Cycles every `trigger_seconds` (measured start to start) until stopped; a stop request
     lets the cycle in flight finish. A failing model does not stop the loop (its record says so);
     an ingest error does (it is raised)."""
     stop = stop_event or threading.Event()
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    observer = observer or Observer(project)  # one lineage client, and the metrics, for every cycle
     records: list[RunRecord] = []
-    try:
+    with on_stop_signals(stopping(stop)):
         while not stop.is_set():
             started = time.monotonic()
-            rec = run_cycle(spark, project, selectors, exclude, args, on_result, loaded)
+            rec = run_cycle(spark, project, selectors, exclude, args, on_result, loaded, observer)
             records.append(rec)
             if on_cycle:
                 on_cycle(rec)
             if max_cycles is not None and len(records) >= max_cycles:
                 break
             stop.wait(max(0.0, trigger_seconds - (time.monotonic() - started)))
-    finally:
-        for sig, h in previous.items():
-            signal.signal(sig, h)
     return records

@@ -42,6 +42,9 @@ class Project:
     ods_tables: tuple[OdsTable, ...]
     ods_files: dict[str, str] = field(default_factory=dict)  # ods table name -> declaring file
     target: str | None = None  # the `targets:` entry applied to lake.yaml (framework/project/targets.py)
+    # Values `${VAR}` put into lake.yaml and the ODS YAML (value -> variable name): secrets maybe,
+    # never to be shown in alerts or records (framework/observe/redact.py).
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def warehouse(self) -> Location:
@@ -161,19 +164,21 @@ def _fix_for(err: dict[str, Any], model: type[BaseModel]) -> str:
     if kind.startswith(("int_", "float_", "bool_", "string_")):
         return f"give `{name}` a value of the right type ({err['msg'].lower()})"
     if kind == "union_tag_invalid":
-        return f"set `kind:` to one of {err.get('ctx', {}).get('expected_tags', '')}"
+        tag = str(err.get("ctx", {}).get("discriminator", "'kind'")).strip("'")
+        return f"set `{tag}:` to one of {err.get('ctx', {}).get('expected_tags', '')}"
     return err["msg"].removeprefix("Value error, ").partition(FIX_SEPARATOR)[2] or err["msg"].removeprefix("Value error, ")
 
 
-def load_model(path: Path, model: type[M], rel: str) -> tuple[M | None, list[ConfigIssue]]:
+def load_model(path: Path, model: type[M], rel: str, secrets: dict[str, str] | None = None) -> tuple[M | None, list[ConfigIssue]]:
     """Parse one YAML file into `model` (`${VAR}` expanded), returning issues instead of raising."""
-    found, issues, _ = load_document(path, model, rel)
+    found, issues, _ = load_document(path, model, rel, secrets=secrets)
     return found, issues
 
 
-def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False,
-                  request: Request | None = None) -> tuple[M | None, list[ConfigIssue], str | None]:
-    """load_model, and with `targets` (lake.yaml) the chosen target applied: its name is returned."""
+def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False, request: Request | None = None,
+                  secrets: dict[str, str] | None = None) -> tuple[M | None, list[ConfigIssue], str | None]:
+    """load_model, and with `targets` (lake.yaml) the chosen target applied: its name is returned.
+    `secrets` receives the values `${VAR}` expanded (value -> variable name)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -187,11 +192,13 @@ def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False
         return None, [ConfigIssue(rel, line, "(yaml)", f"not valid YAML: {problem}", "fix the YAML syntax at that line (indentation, a missing ':' or quote)")], None
     if doc.issues:
         return None, doc.issues, None
+    if secrets is not None:
+        secrets.update(doc.secrets)
     data, node = doc.data, doc.node
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see README 'Configuration' for the expected keys")], None
+        return None, [ConfigIssue(rel, 1, "(file)", "must be a mapping of keys to values", "see docs/reference/lake-yaml.md or docs/reference/ods-yaml.md for the expected keys")], None
     data, found = _parsed(data, model, ())
     try:
         return model.model_validate(data), [], doc.target
@@ -204,11 +211,16 @@ def load_document(path: Path, model: type[M], rel: str, *, targets: bool = False
         return None, [redact(_issue(err, node, rel, model), doc.secrets) for err in errors], None
 
 
+# Tags of discriminated unions (source kind, alert target kind, lineage transport type): pydantic
+# puts them in error locations, the YAML has no such key.
+_TAGS = ("files", "kafka", "webhook", "command", "http", "file")
+
+
 def _issue(err: dict[str, Any], node: yaml.Node | None, rel: str, model: type[BaseModel]) -> ConfigIssue:
     """One pydantic-style error as file, line, field, problem and fix."""
     loc = tuple(err["loc"])
     # Drop pydantic's discriminator tag from locations such as ('ods','source','files','path').
-    loc = tuple(p for p in loc if p not in ("files", "kafka") or p == loc[-1])
+    loc = tuple(p for i, p in enumerate(loc) if p not in _TAGS or i == len(loc) - 1)
     target = _key_node(node, loc) if err["type"] in ("extra_forbidden", "lake_check") else _node_at(node, loc)
     line = target.start_mark.line + 1 if target is not None else None
     dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
@@ -289,6 +301,15 @@ def _column_issues(rel: str, i: int, t: OdsTable) -> list[ConfigIssue]:
     return out
 
 
+def unexpanded(project: Project) -> dict[str, Any]:
+    """The project's lake.yaml as written, its target applied but every `${VAR}` kept: what a copy
+    of its settings may contain (the values of those variables may be secrets)."""
+    path = project.root / "lake.yaml"
+    request = Request(project.target, "--target") if project.target else None
+    doc = read_yaml(path.read_text(encoding="utf-8"), "lake.yaml", targets=True, request=request, expand=False)
+    return dict(doc.data) if isinstance(doc.data, dict) else {}
+
+
 def load_project(root: Path | str, target: str | None = None) -> Project:
     """Load and validate a whole project; raise one ConfigError listing every problem. `target`:
     the `targets:` entry to apply (else LAKE_TARGET's, else `default_target:`, else none)."""
@@ -299,7 +320,8 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
         raise ConfigError(
             [ConfigIssue(str(cfg_path), None, "(file)", "no lake.yaml here", f"run `lake init {root}` or pass --project DIR")]
         )
-    cfg, found, chosen = load_document(cfg_path, LakeConfig, "lake.yaml", targets=True, request=requested(target))
+    secrets: dict[str, str] = {}
+    cfg, found, chosen = load_document(cfg_path, LakeConfig, "lake.yaml", targets=True, request=requested(target), secrets=secrets)
     issues += found
     tables: list[OdsTable] = []
     files: dict[str, str] = {}
@@ -307,7 +329,7 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
     ods_dir = root / "layers" / "ods"
     for path in sorted(ods_dir.glob("*.y*ml")) if ods_dir.is_dir() else []:
         rel = str(path.relative_to(root))
-        parsed, found = load_model(path, OdsFile, rel)
+        parsed, found = load_model(path, OdsFile, rel, secrets)
         issues += found
         if parsed is None:
             continue
@@ -327,4 +349,4 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
     if issues:
         raise ConfigError(issues)
     assert cfg is not None
-    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files, target=chosen)
+    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files, target=chosen, secrets=secrets)

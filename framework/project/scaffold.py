@@ -16,7 +16,7 @@ from pathlib import Path
 from framework.errors import LakeError
 
 LAKE_YAML = """\
-# lake project configuration (README: Configuration).
+# lake project configuration; every key: docs/reference/lake-yaml.md in lake's repository.
 name: {name}
 # Where the Hudi tables, checkpoints and run history live (relative to this file).
 warehouse: warehouse

@@ -63,8 +63,9 @@ class Document:
     secrets: dict[str, str] = field(default_factory=dict)  # environment value -> variable name
 
 
-def read_yaml(text: str, rel: str, *, targets: bool = False, request: Request | None = None) -> Document:
-    """Parse `text` (raises yaml.YAMLError); with `targets`, apply lake.yaml's chosen target."""
+def read_yaml(text: str, rel: str, *, targets: bool = False, request: Request | None = None, expand: bool = True) -> Document:
+    """Parse `text` (raises yaml.YAMLError); with `targets`, apply lake.yaml's chosen target; with
+    `expand` off, keep every `${VAR}` as written (for a copy of the file: no secret in it)."""
     node = yaml.compose(text)
     doc = Document(node, None)
     if targets and isinstance(node, yaml.MappingNode):
@@ -72,7 +73,7 @@ def read_yaml(text: str, rel: str, *, targets: bool = False, request: Request | 
         doc.node = node
     elif request is not None and request.by != ENV_VAR and targets:
         doc.issues.append(_no_targets(rel, request))
-    if node is not None:
+    if node is not None and expand:
         _expand(node, rel, (), doc, set())
     if doc.issues:
         return doc
@@ -215,14 +216,14 @@ def _chosen(top: dict[str, tuple[yaml.Node, yaml.Node]], rel: str, request: Requ
     _expand(node, rel, ("default_target",), doc, set())
     if "targets" not in top:
         doc.issues.append(ConfigIssue(rel, node.start_mark.line + 1, "default_target", f"names target {node.value!r} but lake.yaml declares no `targets:`",
-                                      "declare it under `targets:` (README 'Configuration'), or remove `default_target:`"))
+                                      "declare it under `targets:` (docs/concepts/environments.md), or remove `default_target:`"))
         return None, None
     return str(node.value), node
 
 
 def _no_targets(rel: str, request: Request) -> ConfigIssue:
     return ConfigIssue(rel, None, "targets", f"{request.by} asks for target {request.name!r} but lake.yaml declares no `targets:`",
-                       f"declare it under `targets:` (README 'Configuration'), or run without {request.by}")
+                       f"declare it under `targets:` (docs/concepts/environments.md), or run without {request.by}")
 
 
 def _unknown(rel: str, name: str, at: yaml.Node | None, declared: dict[str, yaml.Node],

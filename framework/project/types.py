@@ -11,7 +11,7 @@ int, a scale decrease, a scale increase that does not fit, a zoned TIMESTAMP) is
 table's events of that schema version go to the dead letter with the reason.
 
 What Hudi 1.2.0 takes in place (schema on write, lake's write options, COW and MOR, measured: see
-README "Schema changes"): every promotion above except DATE → TIMESTAMP ("Cannot update column
+docs/concepts/ods.md "Schema changes"): every promotion above except DATE → TIMESTAMP ("Cannot update column
 ... from type 'date' to incompatible type 'timestamp'", in every write mode and with
 `hoodie.schema.on.read.enable`). Snapshot, incremental, CDC and time-travel reads across base and
 log files of both types are exact, and MOR compaction merges them. So DATE → TIMESTAMP rewrites the
@@ -112,7 +112,7 @@ def merge_batch_types(column: str, existing: str | None, incoming: list[str], ke
 
 def in_place(old: str, new: str) -> bool:
     """Whether Hudi 1.2.0 changes a column of type `old` to `new` in place (a write of `new` values
-    into the table; README "Schema changes"): the promotions `resolve` takes, but DATE → TIMESTAMP.
+    into the table; docs/concepts/ods.md "Schema changes"): the promotions `resolve` takes, but DATE → TIMESTAMP.
     Avro stores tinyint and smallint as int."""
     small = {"tinyint": "int", "smallint": "int"}
     o, n = small.get(normalize(old), normalize(old)), small.get(normalize(new), normalize(new))

@@ -79,6 +79,7 @@ class QualityOutcome:
             model=self.record.model,
             failed=[r.name for r in failed],
             report=report,
+            checks=[CheckOutcome(name=r.name, severity=r.severity, success=r.success, failing=r.failing, total=r.total) for r in self.record.results],
             fix="fix the data or the model; or set `severity: warn` (commit and report) or `drop` (quarantine failing rows) on the check. The checkpoint is unchanged, so the next run retries",
         )
 

@@ -22,6 +22,7 @@ from framework.quality.report import run_page
 from framework.runtime.paths import Layout
 from framework.table.columns import lake_key, live, visible_columns
 from framework.table.held import is_held
+from framework.table.lake_table import ProjectDefaults
 from models.quality import CheckSpec
 
 
@@ -89,7 +90,6 @@ class ModelGate:
         if outcome.blocked:
             self.release()
             error = outcome.error(report=f"{run_page(self.project, self.run_id)} (render it with `lake report`)")
-            error.outcome = result
             raise error
         if outcome.quarantined is None:
             return out, result
@@ -98,8 +98,7 @@ class ModelGate:
     def _drop(self, model: str, out: DataFrame, key: list[str], rejected: DataFrame, result: GateResult) -> DataFrame:
         """Quarantine the rows `drop` checks rejected and take them out of `out`."""
         bad = rejected.withColumn("_lake_key", lake_key(key))
-        result.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", local=self.local, extra=self.project.config.hudi,
-                                                 catalog=self.project.config.catalog)
+        result.quarantined = quarantine.write(self.layout, model, bad, "_lake_key", ProjectDefaults.of(self.project))
         if not any(c.startswith("_lake_") and c != "_lake_key" for c in out.columns):
             return out.join(bad.select("_lake_key"), "_lake_key", "left_anti")
         # An aggregate's row carries its group's running state, which the next incremental

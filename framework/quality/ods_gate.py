@@ -24,6 +24,7 @@ from framework.quality.report import run_page
 from framework.runtime.paths import Layout
 from framework.table import hudi
 from framework.table.columns import visible_columns
+from framework.table.lake_table import ProjectDefaults
 from models.config import OdsTable
 from models.records import BatchResult, IngestSummary
 
@@ -90,11 +91,8 @@ def check_table(spark: SparkSession, project: Project, t: OdsTable, out: DataFra
     gate = TableGate(rows=out, result=GateResult(checks=quarantine.outcomes(outcome.record)))
     if outcome.blocked:
         gate.error = outcome.error(report=f"{run_page(project, run_id)} (render it with `lake report`)")
-        gate.error.outcome = gate.result
         return gate
     if outcome.quarantined is not None:
-        local = project.config.spark.master.startswith("local")
-        gate.result.quarantined = quarantine.write(layout, t.qualified_name, outcome.quarantined, "_source", local=local, extra=project.config.hudi,
-                                                      catalog=project.config.catalog)
+        gate.result.quarantined = quarantine.write(layout, t.qualified_name, outcome.quarantined, "_source", ProjectDefaults.of(project))
         gate.rows = out.join(outcome.quarantined.select("_source"), "_source", "left_anti")
     return gate

@@ -10,20 +10,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from framework.quality.checks import RUN_ID
-from framework.runtime.faults import failpoint
 from framework.runtime.paths import Layout
-from framework.table import hudi
+from framework.table import kinds
+from framework.table.lake_table import ProjectDefaults
+from models.commit_meta import QuarantineMark
 from models.quality_result import ModelQuality
 from models.records import CheckOutcome
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from models.catalog import CatalogConfig
 
-
-def write(layout: Layout, model: str, rows: DataFrame, identity: str, *, local: bool, extra: dict[str, str],
-          catalog: CatalogConfig | None = None) -> int:
+def write(layout: Layout, model: str, rows: DataFrame, identity: str, defaults: ProjectDefaults) -> int:
     """Upsert quarantined `rows` (already tagged by the gate) into the model's quarantine table;
     `identity` is the column naming a row within a run (`_lake_key`, or an ODS event's `_source`).
     Returns the number of rows written (0 writes nothing)."""
@@ -32,11 +30,7 @@ def write(layout: Layout, model: str, rows: DataFrame, identity: str, *, local: 
         n = rows.count()
         if n == 0:
             return 0
-        opts = hudi.write_options(name=f"quarantine_{model.replace('.', '_')}", key=[RUN_ID, identity], ordering=None,
-                                  partition=None, cdc=False, local=local, extra=extra,
-                                  catalog=catalog, sql_name=f"_quarantine.{model.replace('.', '_')}")
-        hudi.write(rows, layout.quarantine(model), opts, {"model": model})
-        failpoint("after_quarantine_write")
+        kinds.quarantine(layout, defaults, model, (RUN_ID, identity)).commit(rows, QuarantineMark(model=model))
         return n
     finally:
         rows.unpersist()

@@ -3,30 +3,43 @@
 `LAKE_FAILPOINT=<name>[:<n>]` kills the process (SIGKILL) the n-th time (default first) execution
 reaches `failpoint(<name>)`. `LAKE_PAUSE=<name>:<dir>` makes `pausepoint(<name>)` announce the
 process (file `<dir>/<name>.<pid>`) and wait until `<dir>/go` exists (at most 10 minutes): a test
-lets several processes reach a point, then releases them together.
+lets several processes reach a point, then releases them together. Every failpoint is a pause
+point too: a test can hold a process there (to see what it holds, or to kill it from outside).
 
-The failpoints: `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
+The failpoints: `after_dead_letter_commit` (a micro-batch's dead letter is written, no table
+committed), `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
 not), `before_table_commit` / `after_table_commit` (an ODS table's commit),
-`before_offset_commit` (a micro-batch committed in every table and the dead letter, before Spark
+`before_offset_commit` (a micro-batch committed in the dead letter and every table, before Spark
 records it), `after_quarantine_write` (rows a `drop` check rejected are written, the table's
 commit is not), `before_bootstrap_commit`, `after_hidden_commit` (an aggregate's hidden-groups
 table committed, the model's commit not), `before_model_commit` / `after_model_commit`,
-`after_run_ingest` (`lake run`: ingested, nothing built), `after_rewrite_staged` /
+`after_run_ingest` (`lake run`: ingested, nothing built), `after_replay_journal` /
+`after_replay_ingest` (a dead-letter replay: its journal written; its micro-batch committed,
+nothing marked), `after_rewrite_staged` /
 `after_rewrite_swap` (an ODS table's rewrite in wider types: staged, half swapped). A kill inside a Hudi commit is done from
-outside, by watching the table's timeline (tests/integration/test_ods_crash.py)."""
+outside, by watching the table's timeline (tests/integration/test_ods_crash.py).
+
+Inside a table's creation (framework/table/lake_table.py, local warehouses): `creating_<kind>`
+kills the process as soon as Hudi has made the new table's `.hoodie/`, `created_<kind>` once its
+`hoodie.properties` is written, before the first commit completes; `<kind>` is a table kind of
+framework/table/kinds.py (ods, tombstones, dead_letter, model, hidden, quarantine, staged)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 _hits: Counter[str] = Counter()
 
 
 def failpoint(name: str) -> None:
+    pausepoint(name)
     spec = os.environ.get("LAKE_FAILPOINT")
     if not spec:
         return
@@ -50,3 +63,33 @@ def pausepoint(name: str) -> None:
     deadline = time.monotonic() + 600
     while not (d / "go").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
+
+
+@contextmanager
+def watch_creation(kind: str, table: Path | None) -> Iterator[None]:
+    """Around the first commit of a new table of `kind` at `table` (None: not on the local disk):
+    `LAKE_FAILPOINT=creating_<kind>[:<n>]` / `created_<kind>[:<n>]` kill the process from a
+    watching thread when `.hoodie/` / `.hoodie/hoodie.properties` appears."""
+    spec = os.environ.get("LAKE_FAILPOINT")
+    target, _, nth = (spec or "").partition(":")
+    if table is None or target not in (f"creating_{kind}", f"created_{kind}"):
+        yield
+        return
+    _hits[target] += 1
+    if _hits[target] != int(nth or 1):
+        yield
+        return
+    watched = table / ".hoodie" if target.startswith("creating_") else table / ".hoodie" / "hoodie.properties"
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if watched.exists():
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(0.001)
+
+    threading.Thread(target=watch, daemon=True, name=f"failpoint-{target}").start()
+    try:
+        yield
+    finally:
+        done.set()

@@ -7,7 +7,7 @@ import contextlib
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
 from framework.errors import LakeError
@@ -27,7 +27,8 @@ def new_run(command: str, args: list[str], target: str | None = None) -> RunReco
                      host=socket.gethostname(), target=target)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this machine (one we may not signal counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -39,27 +40,36 @@ def _alive(pid: int) -> bool:
 
 def _settle(record: RunRecord) -> RunRecord:
     """A record still `running` whose process (on this host) is gone crashed: say so."""
-    if record.status == "running" and record.pid and record.host == socket.gethostname() and not _alive(record.pid):
+    if record.status == "running" and record.pid and record.host == socket.gethostname() and not process_alive(record.pid):
         record.status = "crashed"
         record.error = record.error or f"process {record.pid} ended without finishing the run (killed or crashed); committed tables are consistent, rerun to continue"
     return record
 
 
 @contextlib.contextmanager
-def recorded(layout: Layout, command: str, args: list[str], target: str | None = None) -> Iterator[RunRecord]:
+def recorded(layout: Layout, command: str, args: list[str], target: str | None = None,
+             start: Callable[[RunRecord], None] | None = None, finish: Callable[[RunRecord], None] | None = None) -> Iterator[RunRecord]:
     """A run record for the block, stored whatever happens: first as `running` (a killed process
-    leaves that, read back as `crashed`), then `ok`, or `failed` with the error."""
+    leaves that, read back as `crashed`), then `ok`, or `failed` with the error (its class and
+    its fix too). `start` sees the new record, `finish` the finished one before it is stored
+    (alerts, lineage: what it adds is stored with it); neither may raise."""
     rec = new_run(command, args, target)
     save(layout, rec)
     try:
+        if start is not None:
+            start(rec)
         yield rec
         if rec.status == "running":
             rec.status = "ok"
     except BaseException as e:
         rec.status, rec.error = "failed", str(e)
+        rec.error_type = type(e).__name__
+        rec.fix = getattr(e, "fix", None)
         raise
     finally:
         rec.finished_at = datetime.now(timezone.utc)
+        if finish is not None:
+            finish(rec)
         save(layout, rec)
 
 
@@ -78,6 +88,15 @@ def runs(layout: Layout, last: int | None = None) -> list[RunRecord]:
     if last:
         files = files[-last:]
     return [_settle(RunRecord.model_validate_json(layout.fs.read_text(f))) for f in files]
+
+
+def latest(layout: Layout, wanted: Callable[[RunRecord], bool]) -> RunRecord | None:
+    """The newest run record `wanted` accepts (read newest first, stopping at the first)."""
+    for f in reversed(_files(layout)):
+        rec = _settle(RunRecord.model_validate_json(layout.fs.read_text(f)))
+        if wanted(rec):
+            return rec
+    return None
 
 
 def get(layout: Layout, run_id: str) -> RunRecord:

@@ -12,6 +12,11 @@ error must name one) and deletes the file on release, which lets two processes l
 inodes of the same path. flock needs a POSIX filesystem (local disk; NFS v4 maps it to byte-range
 locks). An S3 warehouse gets a lease object instead (framework/runtime/lease.py); `locks: {kind: none}`
 in lake.yaml turns locking off for file systems that have neither.
+
+A flock cannot be lost while its process lives; a lease can (its holder paused, or S3 out of
+reach, for a whole lease). Every lock a process holds is registered while `hold` holds it, and
+`assert_held` (called just before each Hudi commit and each streaming checkpoint commit) stops a
+process that can no longer prove it holds them: DESIGN.md "One writer".
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import fcntl
 import os
 import re
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
@@ -45,6 +51,11 @@ class LockHeldError(LakeError):
     """Another process holds a lock this command needs."""
 
 
+class LockLostError(LakeError):
+    """This process can no longer prove it holds a lock it took (an S3 lease lost or expiring, a lock
+    file deleted or replaced): it stops before its next commit (DESIGN §10)."""
+
+
 def table_lock(table: str) -> str:
     """Lock name of a table lake writes (an ODS table or a model): one writer at a time."""
     return f"table-{table}"
@@ -55,15 +66,26 @@ def ingest_lock(checkpoint: str) -> str:
     return f"ingest-{checkpoint}"
 
 
+def replay_lock() -> str:
+    """Lock name of the dead letter's replay journal: one `lake dead-letter replay` or `purge` at a time."""
+    return "dead-letter-replay"
+
+
 class Lock(Protocol):
     name: str
     where: str  # the lock's file or object, for messages
-    on_death: str  # what happens to the lock when its holder dies
+    @property
+    def on_death(self) -> str:
+        """What happens to the lock when its holder dies."""
+        ...
     stale: LockHolder | None
 
     def holder(self) -> LockHolder | None: ...
     def try_acquire(self, command: str) -> bool: ...
     def release(self) -> None: ...
+    def problem(self) -> str | None:
+        """Why the holder can no longer count on the lock; None while it holds it safely."""
+        ...
 
 
 class FileLock:
@@ -109,6 +131,17 @@ class FileLock:
         os.fsync(fd)
         self._fd = fd
         return True
+
+    def problem(self) -> str | None:
+        """The kernel keeps a flock until the process exits, but a lock file deleted or replaced
+        while held keeps nobody else out any more."""
+        if self._fd is None:
+            return None
+        try:
+            same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+        except FileNotFoundError:
+            same = False
+        return None if same else "its lock file was deleted or replaced while held"
 
     def release(self) -> None:
         if self._fd is None:
@@ -173,12 +206,41 @@ def hold(
                     raise _held_error(lock, timeout)
                 time.sleep(_POLL_SECONDS)
             taken.append(lock)
+            with _guard:
+                _held.append(lock)
             if lock.stale is not None and on_stale is not None:
                 on_stale(lock.name, lock.stale)
         yield taken
     finally:
         for lock in reversed(taken):
+            with _guard:
+                _held.remove(lock)
             lock.release()
+
+
+_held: list[Lock] = []  # every lock this process holds now (any thread: Spark runs foreachBatch in its own)
+_guard = threading.Lock()
+
+
+def assert_held(what: str = "the next commit") -> None:
+    """Stop `what` (a commit about to happen) unless this process still safely holds every lock it
+    took: a lease lost, its renewal stopped, or less than a third of it left raises. Call it just
+    before anything that commits; with no lock held (or locks off) it does nothing.
+
+    Raises:
+        LockLostError: names the lock, why, and what to do.
+    """
+    with _guard:
+        held = list(_held)
+    for lock in held:
+        why = lock.problem()
+        if why is not None:
+            raise LockLostError(
+                f"{what} was stopped before committing: this process no longer safely holds the lock {lock.name} "
+                f"({lock.where}): {why}",
+                fix="nothing of this step was committed, and what committed before is consistent: run the command again "
+                    "(an ingest retries the batch). If it repeats, check this host's network to S3 and long pauses "
+                    "(GC, a suspended VM), or raise `locks.lease_seconds` in lake.yaml")
 
 
 def _held_error(lock: Lock, timeout: float) -> LockHeldError:

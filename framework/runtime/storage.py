@@ -42,6 +42,15 @@ class Storage(Protocol):
         """Move a file or directory tree to `dst` (which must not exist)."""
         ...
 
+    def mkdirs(self, loc: Location) -> None:
+        """Make a directory and its parents (an object store keeps an empty one as a marker)."""
+        ...
+
+    def copy(self, src: Location, dst: Location) -> None:
+        """Copy one file to `dst`, replacing it (on an object store a server-side copy: the
+        object appears whole or not at all)."""
+        ...
+
 
 class LocalStorage:
     def exists(self, loc: Location) -> bool:
@@ -87,6 +96,17 @@ class LocalStorage:
     def rename(self, src: Location, dst: Location) -> None:
         dst.local.parent.mkdir(parents=True, exist_ok=True)
         os.rename(src.local, dst.local)
+
+    def mkdirs(self, loc: Location) -> None:
+        loc.local.mkdir(parents=True, exist_ok=True)
+
+    def copy(self, src: Location, dst: Location) -> None:
+        import shutil
+
+        dst.local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.local.with_name(f".{dst.name}.{os.getpid()}.tmp")
+        shutil.copyfile(src.local, tmp)
+        os.replace(tmp, dst.local)
 
 
 class HadoopStorage:
@@ -164,6 +184,16 @@ class HadoopStorage:
         fs.mkdirs(d.getParent())
         if not fs.rename(s, d):
             raise LakeError(f"could not rename {src} to {dst}", fix="check the file system's permissions")
+
+    def mkdirs(self, loc: Location) -> None:
+        fs, p = self._fs(loc)
+        fs.mkdirs(p)
+
+    def copy(self, src: Location, dst: Location) -> None:
+        fs, s = self._fs(src)
+        dfs, d = self._fs(dst)
+        if not self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, s, dfs, d, False, True, self._conf):
+            raise LakeError(f"could not copy {src} to {dst}", fix="check the file system's permissions")
 
 
 def _write(fs: Any, path: Any, data: bytearray) -> None:

@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from framework.errors import LakeError
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
-from framework.table import hudi
+from framework.table import hudi, timeline
 from framework.table.hudi import HOODIE_META_COLUMNS
 from models.catalog import CatalogConfig
 
@@ -132,7 +132,7 @@ def sync_table(spark: SparkSession, catalog: CatalogConfig, sql_name: str, path:
     options its commits use, run on its own (as a commit would at its end)."""
     jvm: Any = spark._jvm
     props = jvm.java.util.Properties()
-    fields = hudi.partition_fields(spark, path)
+    fields = timeline.fields(timeline.properties(path), "partition")
     for k, v in hudi.hive_sync_options(catalog, sql_name, ",".join(fields) or None).items():
         props.setProperty(k, v)
     props.setProperty("hoodie.datasource.meta.sync.base.path", str(path))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framework.runtime import lock
 from framework.runtime.location import Location, as_location
 from framework.runtime.storage import storage_for
 from framework.table import hudi_layout
@@ -194,7 +195,9 @@ def clean_retained(extra: dict[str, str] | None) -> int:
 
 
 def write(df: DataFrame, path: Location | Path, options: dict[str, str], commit_meta: dict[str, str]) -> None:
-    """Upsert `df` into the table at `path`, recording `commit_meta` in the same commit."""
+    """Upsert `df` into the table at `path`, recording `commit_meta` in the same commit; refused
+    when this process no longer safely holds its locks (an S3 lease lost: `lock.assert_held`)."""
+    lock.assert_held(f"the commit to {path}")
     opts = dict(options)
     for k, v in commit_meta.items():
         opts[META_PREFIX + k] = v

@@ -1,7 +1,11 @@
 """The one place Spark and Hudi are configured.
 
 Static confs (serializer, SQL extension, catalog, JVM options) only take effect before the JVM
-starts, so every entry point gets its session from :func:`spark_session`.
+starts, so every entry point gets its session from :func:`spark_session`. When lake runs as the
+application a platform submits (spark-submit, EMR; framework/cli/submit.py) it *adopts* the
+session the submitter configured instead (:func:`adopt`): jars and static settings are the
+submitter's (`--jars`, `--conf`), lake only checks that Hudi's are there and sets the runtime SQL
+settings it relies on.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import LakeError
+from framework.runtime import cds
 from framework.runtime.jars import (
     HUDI_BUNDLE,
     ensure_jar,
@@ -57,7 +62,10 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
     log_dir.mkdir(parents=True, exist_ok=True)
     log4j = log_dir / "log4j2.properties"
     log4j.write_text(_LOG4J.format(path=log_dir / "spark.log"))
-    java_opts = f"{JVM_OPTIONS} -Dlog4j2.configurationFile=file:{log4j}"
+    # LAKE_JVM_OPTIONS: extra options for the driver's JVM (and local executors), e.g.
+    # -XX:TieredStopAtLevel=1, which halves the CPU of short runs on small data (the test suite).
+    java_opts = " ".join(filter(None, [JVM_OPTIONS, os.environ.get("LAKE_JVM_OPTIONS", "").strip(),
+                                       f"-Dlog4j2.configurationFile=file:{log4j}"]))
     local = master.startswith("local")
     return {
         "spark.master": master,
@@ -126,8 +134,70 @@ def check_metastore(catalog: CatalogConfig, timeout: float = 5.0) -> None:
     )
 
 
+# What Hudi needs of a session lake did not build (static: only the submitter can set them).
+HUDI_STATIC = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+}
+# Runtime SQL settings of base_conf lake relies on (why: there), set on an adopted session.
+RUNTIME = {"spark.sql.session.timeZone": "UTC", "spark.sql.legacy.timeParserPolicy": "CORRECTED", "spark.sql.exchange.reuse": "false",
+           "spark.sql.parquet.enableVectorizedReader": "false", "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true"}
+_ADOPTED: list[SparkSession] = []
+
+
+def adopt(spark: SparkSession) -> None:
+    """Use `spark`, the session the submitter created, for every lake command of this process:
+    no jar is added and no static setting changed. Raises LakeError naming the `--conf` or
+    `--jars` to add when Hudi cannot work in it."""
+    conf = dict(spark.sparkContext.getConf().getAll())
+    missing = [f"--conf {k}={v}" for k, v in HUDI_STATIC.items() if v not in conf.get(k, "").split(",")]
+    if missing:
+        raise LakeError(f"the submitted Spark application lacks what Hudi needs: {', '.join(m.split()[1].split('=')[0] for m in missing)}",
+                        fix="add to the spark-submit command (or the platform's Spark properties): " + " ".join(missing))
+    jvm: Any = spark._jvm
+    try:
+        jvm.java.lang.Class.forName("org.apache.hudi.DefaultSource", True, jvm.Thread.currentThread().getContextClassLoader())
+    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
+        raise LakeError("the submitted Spark application has no Hudi on its classpath",
+                        fix=f"add the Hudi bundle to spark-submit: --jars .../{HUDI_BUNDLE.split(':')[1]}-{HUDI_BUNDLE.split(':')[2]}.jar "
+                            "(or --packages " + HUDI_BUNDLE + ")") from None
+    for k, v in RUNTIME.items():
+        if spark.conf.isModifiable(k):
+            spark.conf.set(k, v)
+    _ADOPTED[:] = [spark]
+
+
+def adopted() -> SparkSession | None:
+    """The submitter's session, when this process adopted one."""
+    return _ADOPTED[0] if _ADOPTED else None
+
+
+def as_submitted(project: Project) -> Project:
+    """`project` with the adopted session's master and settings in place of lake.yaml's `spark:`
+    (what the locks' S3 endpoint and the local-mode choices read); unchanged without one."""
+    spark = adopted()
+    if spark is None:
+        return project
+    import dataclasses
+
+    from models.config import SparkConfig
+
+    sc = spark.sparkContext
+    submitted = SparkConfig.model_construct(master=str(sc.master), conf=dict(sc.getConf().getAll()))
+    return dataclasses.replace(project, config=project.config.model_copy(update={"spark": submitted}))
+
+
 def spark_session(project: Project, extra: dict[str, str] | None = None) -> SparkSession:
-    """Return the process's SparkSession for `project`, creating it on first call."""
+    """Return the process's SparkSession for `project`, creating it on first call (or the
+    submitter's, adopted: its runtime SQL settings from lake.yaml are applied, nothing else)."""
+    spark = adopted()
+    if spark is not None:
+        for k, v in {**project.config.spark.conf, **(extra or {})}.items():
+            if k.startswith("spark.sql.") and spark.conf.isModifiable(k):
+                spark.conf.set(k, v)
+        check_file_system(spark, project.warehouse)
+        return spark
     ensure_java()
     check_metastore(project.config.catalog)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -138,6 +208,7 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     conf.update(catalog_conf(project.config.catalog))
     conf.update(project.config.spark.conf)
     conf.update(extra or {})
+    _class_sharing(conf)
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
@@ -146,6 +217,22 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     _jvm_stdio_to_log(spark, logs / "jvm-stdout.log")
     check_file_system(spark, project.warehouse)
     return spark
+
+
+def _class_sharing(conf: dict[str, str]) -> None:
+    """For a local driver JVM this process starts: lake's jars on its class path, and the options
+    that map the class data sharing archive of this configuration (framework/runtime/cds.py)."""
+    from pyspark import SparkContext
+
+    if not conf.get("spark.master", "").startswith("local") or SparkContext._gateway is not None:
+        return  # a cluster's JVMs are not ours to tune; a JVM already started keeps its options
+    jars = [j for j in conf.get("spark.jars", "").split(",") if j]
+    class_path = [c for c in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if c]
+    class_path += [j for j in jars if j not in class_path]
+    conf["spark.driver.extraClassPath"] = os.pathsep.join(class_path)
+    sharing = cds.options(class_path, conf.get("spark.driver.memory", ""), conf)
+    if sharing:
+        conf["spark.driver.extraJavaOptions"] = " ".join(filter(None, [conf.get("spark.driver.extraJavaOptions", ""), *sharing]))
 
 
 def ensure_storage(project: Project) -> None:

@@ -22,14 +22,16 @@ from framework.quality.model_gate import ModelGate
 from framework.runtime import rebuilds
 from framework.runtime.faults import failpoint
 from framework.runtime.paths import Layout
-from framework.table import hudi, hudi_layout
+from framework.table import hudi, hudi_layout, kinds
 from framework.table.columns import lake_key, visible_columns
 from framework.table.held import Held, is_held
+from framework.table.lake_table import LakeTable, ProjectDefaults
 from framework.transform import hidden, holders
 from framework.transform.loader import Model
 from framework.transform.plan import ModelPlan
 from framework.transform.reader import TableReader
 from framework.transform.strategy import Analysis
+from models.commit_meta import ModelCheckpoint
 
 # Upstream commits a model's checkpoint may lag before a build that writes no row commits anyway
 # (empty) to move it (Committer._lagging). Well below the cleaner's default retention (50).
@@ -46,7 +48,12 @@ class Written:
 
 
 class Committer:
-    """Writes model builds into their Hudi tables, gated, with their checkpoints."""
+    """Writes model builds into their Hudi tables, gated, with their checkpoints.
+
+    `write` is a pipeline: the rows to write (`_rows`), the stored table or why it is written
+    anew (`_stored`), the gate, the diff against the table (`_final`), then the hidden groups and
+    the commit (`_commit`). A table written anew is removed only after the gate let the build
+    through: a blocked gate leaves the table and its checkpoint as they were."""
 
     def __init__(self, spark: SparkSession, project: Project, layout: Layout, reader: TableReader, gate: ModelGate) -> None:
         self.spark = spark
@@ -54,7 +61,10 @@ class Committer:
         self.layout = layout
         self.reader = reader
         self.gate = gate
-        self.local = project.config.spark.master.startswith("local")
+        self.defaults = ProjectDefaults.of(project)
+
+    def table(self, m: Model) -> LakeTable:
+        return kinds.model(self.layout, self.defaults, m.name, m.config)
 
     def write(self, p: ModelPlan, rows: DataFrame, scope: DataFrame | None, scope_col: str = "_lake_key") -> Written:
         """Upsert `rows`; delete target rows inside `scope` (None: the whole table) not in `rows`.
@@ -63,32 +73,17 @@ class Committer:
         their key (every column, NULL-safe) are not written, so the commit and its CDC stay as
         small as the change and downstream models read only that."""
         m, a = p.model, p.analysis
-        keyless = not a.key
-        key = list(a.key or ()) or visible_columns(rows)
-        path = self.layout.table(m.name)
-        out = rows.withColumn("_lake_key", lake_key(key))
-        if keyless:
-            # A row is its values (set semantics): an upsert keeps one row per value, but a first
-            # write (Hudi's insert) would keep each duplicate.
-            out = out.dropDuplicates(["_lake_key"])
-        if "_deleted" not in out.columns:
-            out = out.withColumn("_deleted", F.lit(False))
-        gone = None
-        if "_lake_rows" in out.columns:  # aggregate: groups whose count reached 0 are deleted
-            gone = out.where("_lake_rows <= 0").select("_lake_key")
-            out = out.where("_lake_rows > 0")
-        out = out.withColumn("_hoodie_is_deleted", F.lit(False))
-        stored, anew = self._stored(m, out, full=p.mode == "full")
-        exists = stored is not None
+        out, key, gone = self._rows(p, rows)
+        stored, anew = self._stored(p, out)
         # A key from the model's YAML may not be unique; the others are by construction (GROUP BY,
         # DISTINCT, an upstream's key). Hudi's insert (a first write) would store each duplicate
         # and later upserts keep one of them: refuse instead.
-        declared = bool(m.config.key) and a.strategy in ("rescan", "full") and not keyless
+        declared = bool(m.config.key) and a.strategy in ("rescan", "full") and bool(a.key)
         held = Held()
         try:
             # Into an existing table, the rows are used twice or more (upserts, the anti-join that
             # finds the deletes, the diff): keep them rather than evaluate the model's query again.
-            if exists or declared or gone is not None:  # (an aggregate's rows split in two below)
+            if stored is not None or declared or gone is not None:  # (an aggregate's rows split in two below)
                 out = held(out)
             if declared:
                 _reject_duplicate_keys(m, key, out)
@@ -100,43 +95,68 @@ class Committer:
                 # Groups HAVING or a `drop` check hides go to the hidden-groups table (hidden.py);
                 # not returned here, the diff deletes them from the model's table if there.
                 hidden_rows, out = out.where("_deleted"), out.where("NOT _deleted")
-            deletes = None
-            if stored is not None:
-                out, deletes = self._diff(stored, m, out, scope, scope_col, gone)
-            final = out if deletes is None and is_held(out) else held(out if deletes is None else out.unionByName(deletes))
+            final = self._final(held, stored, m, out, scope, scope_col, gone)
+            if anew:  # past the gate: the table, and its hidden groups, are written anew
+                self.table(m).drop()
+                self.layout.fs.delete(self.layout.hidden(m.name))
             moved = None if hidden_rows is None else (hidden_rows, scope, gone)
-            written, deleted = self._commit(p, a, final, exists, moved)
+            written, deleted = self._commit(p, a, final, stored is not None, moved)
             if anew:
-                rebuilds.record(self.layout, m.name, hudi.completed_instants(self.spark, path)[0].completed, anew)
+                rebuilds.record(self.layout, m.name, self.table(m).instants()[0].completed, anew)
             return Written(written, deleted, gate)
         finally:
             held.release()
             self.gate.release()
 
-    def _stored(self, m: Model, out: DataFrame, full: bool) -> tuple[DataFrame | None, str | None]:
-        """The model's table (None: none yet), and why it is written anew (else None): a column
-        whose type changes in a way Hudi cannot make in place (DATE → TIMESTAMP, a narrowing;
-        framework/project/types.py). Such a table, and its hidden groups, are removed first: a
-        full build rewrites every row anyway, and a crash before its commit leaves no table, which
-        the next build builds in full."""
-        path = self.layout.table(m.name)
-        if not hudi.table_exists(path):
+    def _rows(self, p: ModelPlan, rows: DataFrame) -> tuple[DataFrame, list[str], DataFrame | None]:
+        """The rows to write, keyed (`_lake_key`), flagged; the key; an aggregate's emptied groups."""
+        a = p.analysis
+        key = list(a.key or ()) or visible_columns(rows)
+        out = rows.withColumn("_lake_key", lake_key(key))
+        if not a.key:
+            # A row is its values (set semantics): an upsert keeps one row per value, but a first
+            # write (Hudi's insert) would keep each duplicate.
+            out = out.dropDuplicates(["_lake_key"])
+        if "_deleted" not in out.columns:
+            out = out.withColumn("_deleted", F.lit(False))
+        gone = None
+        if "_lake_rows" in out.columns:  # aggregate: groups whose count reached 0 are deleted
+            gone = out.where("_lake_rows <= 0").select("_lake_key")
+            out = out.where("_lake_rows > 0")
+        return out.withColumn("_hoodie_is_deleted", F.lit(False)), key, gone
+
+    def _stored(self, p: ModelPlan, out: DataFrame) -> tuple[DataFrame | None, str | None]:
+        """The model's table (None: none yet, or written anew), and why it is written anew (else
+        None): a column whose type changes in a way Hudi cannot make in place (DATE → TIMESTAMP, a
+        narrowing; framework/project/types.py), or a layout the table cannot take. Nothing is
+        removed here: `write` removes such a table, and its hidden groups, once the gate passed
+        (a full build rewrites every row anyway, and a crash before its commit leaves no table,
+        which the next build builds in full)."""
+        m = p.model
+        if not self.table(m).committed():
             return None, None
         stored = self.reader.raw(m.name)
         theirs = dict(stored.dtypes)
         bad = [(c, theirs[c], t) for c, t in out.dtypes if c in theirs and not c.startswith("_hoodie_") and not in_place(theirs[c], t)]
-        relaid = hudi_layout.change_problem(hudi.last_commit_metadata(self.spark, path)[1].get(hudi_layout.META_KEY), m.config)
+        relaid = hudi_layout.change_problem(p.layout, m.config)
         if not bad and relaid is None:
             return stored, None
-        if relaid is not None and not full:  # only a build of every row may write the table anew
+        if relaid is not None and p.mode != "full":  # only a build of every row may write the table anew
             raise LakeError(f"{m.name}: {relaid}", fix=f"run a full build: lake build {m.name}")
-        self.layout.fs.delete(path)
-        self.layout.fs.delete(self.layout.hidden(m.name))
         if relaid is not None:
             return None, f"{m.name}: {relaid}: its table was written anew"
         c, old, new = bad[0]
         return None, (f"{m.name} column {c} changed type from {old.upper()} to {new.upper()}, which Hudi cannot change in place: "
                       "its table was written anew")
+
+    def _final(self, held: Held, stored: DataFrame | None, m: Model, out: DataFrame, scope: DataFrame | None, scope_col: str,
+               gone: DataFrame | None) -> DataFrame:
+        """What the commit writes: the rows, and into an existing table only those that differ,
+        plus the deletes (`_diff`); held, since the commit counts them and writes them."""
+        deletes = None
+        if stored is not None:
+            out, deletes = self._diff(stored, m, out, scope, scope_col, gone)
+        return out if deletes is None and is_held(out) else held(out if deletes is None else out.unionByName(deletes))
 
     def _diff(self, full_target: DataFrame, m: Model, out: DataFrame, scope: DataFrame | None, scope_col: str,
               gone: DataFrame | None) -> tuple[DataFrame, DataFrame]:
@@ -165,48 +185,38 @@ class Committer:
         m = p.model
         counts = {r["_hoodie_is_deleted"]: r["count"] for r in final.groupBy("_hoodie_is_deleted").count().collect()}
         written, deleted = counts.get(False, 0), counts.get(True, 0)
-        meta = {"ckpt": json.dumps(dict(p.end), sort_keys=True), "fingerprint": m.fingerprint, "metadata": m.metadata_fingerprint,
-                "strategy": a.strategy, "mode": p.mode}
         # A full build leaves holder counts it did not write in place: from its commit on, they
         # are unknown; later commits carry the instant forward (holders.py).
         unknown = holders.THIS if a.strategy == "aggregate" and p.mode in ("full", "recompute") else p.counts
-        if unknown is not None:
-            meta[holders.META] = unknown
+        record = ModelCheckpoint(checkpoint=dict(p.end), fingerprint=m.fingerprint, metadata=m.metadata_fingerprint,
+                                 strategy=a.strategy, mode=p.mode, counts_unknown=unknown)
         if moved is not None:
-            opts = hudi.write_options(name=m.name.replace(".", "_") + "_hidden", key=["_lake_key"], ordering=None, partition=None,
-                                      cdc=False, local=self.local, extra=self.project.config.hudi)
-            meta[hidden.META] = hidden.write(self.spark, self.layout, m.name, *moved, p.hidden, opts, p.counts)
+            companion = kinds.hidden(self.layout, self.defaults, m.name)
+            record = record.model_copy(update={"hidden": hidden.write(self.spark, companion, *moved, p.hidden, p.counts)})
             failpoint("after_hidden_commit")
-        same_hidden = meta.get(hidden.META) == p.hidden
+        same_hidden = record.hidden == p.hidden
         if written + deleted == 0 and exists and same_hidden and ((p.mode != "full" and not self._lagging(p)) or self._recorded(p)):
             return 0, 0
         # (A full rebuild that changes no row still commits, empty, when the table's commit
         # records another fingerprint or checkpoint: else every later build would be full.
         # So does a build that changes no row once its checkpoint lags far: see _lagging; and one
         # whose hidden groups changed, to record their table's new instant.)
-        if exists and self.reader.is_mor(m.name) != (m.config.type == "mor"):
-            was = "merge-on-read" if self.reader.is_mor(m.name) else "copy-on-write"
+        if exists and self.table(m).is_mor() != (m.config.type == "mor"):
+            was = "merge-on-read" if self.table(m).is_mor() else "copy-on-write"
             raise LakeError(f"{m.name}'s table was created {was}; `type: {m.config.type}` in its YAML needs a new table "
                             "(Hudi cannot change a table's type in place)",
                             fix=f"put `type:` back, or delete {self.layout.table(m.name)} and run `lake build {m.name}`")
-        opts = hudi.write_options(name=m.name.replace(".", "_"), key=["_lake_key"], ordering=None, partition=m.config.partition_by,
-                                  layout=m.config, local=self.local, extra=self.project.config.hudi,
-                                  catalog=self.project.config.catalog, sql_name=m.name)
-        if not exists:
-            opts["hoodie.datasource.write.operation"] = "insert"
-        failpoint("before_model_commit")
-        hudi.write(final, self.layout.table(m.name), opts, meta)
-        failpoint("after_model_commit")
+        # A new table's first commit is an insert; failpoints before_model_commit / after_model_commit.
+        self.table(m).commit(final, record)
         return written, deleted
 
     def _recorded(self, p: ModelPlan) -> bool:
         """The table's last commit already records this plan's checkpoint and the model's
         fingerprints (data and metadata: a rebuild after a metadata edit records the new one, so
         `state:modified` stops selecting the model)."""
-        _inst, meta = hudi.last_commit_metadata(self.spark, self.layout.table(p.model.name))
-        m = p.model
-        return ("ckpt" in meta and json.loads(meta["ckpt"]) == dict(p.end) and meta.get("fingerprint") == m.fingerprint
-                and meta.get("metadata") == m.metadata_fingerprint)
+        rec, m = p.recorded, p.model
+        return (rec is not None and dict(rec.checkpoint) == dict(p.end) and rec.fingerprint == m.fingerprint
+                and rec.metadata == m.metadata_fingerprint)
 
     def _lagging(self, p: ModelPlan) -> bool:
         """The checkpoint lags an upstream by so many commits that a build writing no row should

@@ -15,7 +15,7 @@ from framework.errors import ConfigError, ConfigIssue
 from framework.project.config import Project
 from framework.transform import selector
 from framework.transform.loader import Model
-from framework.transform.selector import Recorded, Universe
+from framework.transform.selector import LastResults, Recorded, Universe
 
 
 def build_graph(project: Project, models: dict[str, Model]) -> nx.DiGraph:
@@ -39,11 +39,16 @@ def build_graph(project: Project, models: dict[str, Model]) -> nx.DiGraph:
 
 
 def select(g: nx.DiGraph, models: dict[str, Model], selectors: tuple[str, ...] | list[str], exclude: tuple[str, ...] | list[str] = (),
-           *, project: Project | None = None, recorded: Recorded | None = None, nodes: bool = False) -> list[str]:
+           *, project: Project | None = None, recorded: Recorded | None = None, nodes: bool = False,
+           results: LastResults | None = None) -> list[str]:
     """Models matched by the selectors (dbt's grammar, framework/transform/selector.py), in
     dependency order; with `nodes`, ODS tables too. `project` serves `path:`, `recorded` (the
     tables' last commits) `state:`."""
-    u = Universe(g, models, project.root if project else None, project.ods_files if project else {}, recorded)
+    if results is None and project is not None:
+        from framework.transform.state import last_results
+
+        results = last_results(project)
+    u = Universe(g, models, project.root if project else None, project.ods_files if project else {}, recorded, results)
     return selector.select(u, selectors, exclude, nodes=nodes)
 
 

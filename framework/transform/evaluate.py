@@ -26,14 +26,14 @@ from models.records import ModelResult
 
 def ods_keys(spark: SparkSession | None, project: Project, layout: Layout) -> dict[str, tuple[str, ...]]:
     """Every ODS table's key: its YAML's, or (declared without `key:`, Kafka source) the one its
-    Hudi table was created with (read only when such a table exists, which needs Spark)."""
+    Hudi table was created with (its `hoodie.properties`, read without a JVM)."""
     out = {}
     for t in project.ods_tables:
         path = layout.table(t.qualified_name)
-        if t.key or spark is None or not hudi.table_exists(path):
+        if t.key or not hudi.table_exists(path):
             out[t.qualified_name] = tuple(t.key)
         else:
-            out[t.qualified_name] = tuple(hudi.record_key(spark, path))
+            out[t.qualified_name] = tuple(timeline.fields(timeline.properties(path), "recordkey"))
     return out
 
 

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from framework.runtime.paths import Layout
 from framework.table import hudi
 from framework.table.held import Held
+from framework.table.lake_table import LakeTable
 from framework.transform import holders
 
 META = "hidden"  # the model commit's extra metadata key: the companion instant it pairs with
@@ -40,8 +41,8 @@ def stored(spark: SparkSession, layout: Layout, name: str, instant: str | None) 
     return spark.read.format("hudi").option("as.of.instant", instant).load(str(path))
 
 
-def write(spark: SparkSession, layout: Layout, name: str, rows: DataFrame, scope: DataFrame | None, gone: DataFrame | None,
-          instant: str | None, options: dict[str, str], counts: str | None = None) -> str:
+def write(spark: SparkSession, table: LakeTable, rows: DataFrame, scope: DataFrame | None, gone: DataFrame | None,
+          instant: str | None, counts: str | None = None) -> str:
     """Commit one build's hidden groups and return the companion instant the model's commit must
     record: the new commit's; when nothing differs, the latest one (NONE: no companion table).
 
@@ -50,24 +51,22 @@ def write(spark: SparkSession, layout: Layout, name: str, rows: DataFrame, scope
     at `instant` (restoring what orphan commits after it changed; `counts`: the model's
     holders.threshold, so a restored row's stale holder counts are not rewritten as new ones).
     Without a scope (a full build) holder counts do not make a row differ (holders.py)."""
-    path = layout.hidden(name)
     rows = rows.drop("_hoodie_is_deleted")
-    if not hudi.table_exists(path) or not hudi.completed_instants(spark, path):  # none, or a first commit killed
+    if not table.committed():  # none, or a creation a kill interrupted (LakeTable.commit removes it)
         if rows.isEmpty():
             return NONE
-        hudi.write(rows.withColumn("_hoodie_is_deleted", F.lit(False)), path, {**options, "hoodie.datasource.write.operation": "insert"}, {})
-        return hudi.completed_instants(spark, path)[-1].completed
-    latest = _data(hudi.read(spark, path))
+        return table.commit(rows.withColumn("_hoodie_is_deleted", F.lit(False))).completed  # an insert: kinds.hidden
+    latest = _data(table.read(spark))
     decided = rows.select("_lake_key").unionByName((latest if scope is None else scope).select("_lake_key"))
     if gone is not None:
         decided = decided.unionByName(gone.select("_lake_key"))
     wanted = rows
-    last = hudi.completed_instants(spark, path)[-1].completed
+    last = table.instants()[-1].completed
     if last != instant and scope is not None:
         # Commits after `instant` are orphans: the keys they changed that this build does not
         # decide are put back as they were at `instant`. (Without a scope it decides them all.)
-        base = stored(spark, layout, name, instant)
-        undecided = _changed_since(base, hudi.read(spark, path)).join(decided, "_lake_key", "left_anti")
+        base = table.read(spark, instant) if instant and instant != NONE else None
+        undecided = _changed_since(base, table.read(spark)).join(decided, "_lake_key", "left_anti")
         decided = decided.unionByName(undecided)
         if base is not None:
             wanted = wanted.unionByName(_data(holders.forget_stale(base, counts)).join(undecided, "_lake_key", "left_semi"), allowMissingColumns=True)
@@ -80,10 +79,9 @@ def write(spark: SparkSession, layout: Layout, name: str, rows: DataFrame, scope
                      .unionByName(deletes.withColumn("_hoodie_is_deleted", F.lit(True)), allowMissingColumns=True))
         if final.isEmpty():
             return last
-        hudi.write(final, path, options, {})
+        return table.commit(final).completed
     finally:
         held.release()
-    return hudi.completed_instants(spark, path)[-1].completed
 
 
 def _data(table: DataFrame) -> DataFrame:

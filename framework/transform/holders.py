@@ -19,23 +19,22 @@ versions, whose full builds wrote every count as NULL) trusts every stored count
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from framework.table.hudi import Instant
+from framework.transform.aggstate import is_holder_count
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 META = "counts_unknown"  # the model commit's extra metadata key: counts written at or before this instant are unknown
 THIS = "this"  # ... the commit that records it (a full build: its own instant is not known before it commits)
-_COUNT = re.compile(r"_lake_c\d+")
 
 
 def is_count(column: str) -> bool:
     """A holder-count state column."""
-    return _COUNT.fullmatch(column) is not None
+    return is_holder_count(column)
 
 
 def threshold(meta: Mapping[str, str], instants: Sequence[Instant]) -> str | None:

@@ -16,6 +16,7 @@ from typing import Literal
 from framework.table.hudi import Instant
 from framework.transform.loader import Model
 from framework.transform.strategy import Analysis
+from models.commit_meta import ModelCheckpoint
 
 Mode = Literal["full", "incremental", "recompute", "noop"]
 
@@ -39,6 +40,8 @@ class TargetState:
     fingerprint: str | None = None
     hidden: str | None = None  # the hidden-groups table instant it goes with (framework/transform/hidden.py); None: not recorded
     counts: str | None = None  # holder counts written at or before this instant are unknown (holders.py); None: all known
+    recorded: ModelCheckpoint | None = None  # the last commit's record, as read: the commit compares with it
+    layout: str | None = None  # the layout its last commit records (framework/table/hudi_layout.py)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ class ModelPlan:
     pending: Mapping[str, int] = field(default_factory=dict)  # upstream -> commits since the checkpoint
     hidden: str | None = None  # TargetState.hidden: the hidden groups an aggregate's table goes with
     counts: str | None = None  # TargetState.counts
+    recorded: ModelCheckpoint | None = None  # TargetState.recorded
+    layout: str | None = None  # TargetState.layout
 
 
 class PlanError(ValueError):
@@ -79,16 +84,36 @@ class PlanError(ValueError):
         self.fix = fix
 
 
-def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incremental: bool, limits: BuildLimits) -> tuple[ModelPlan, ...]:
-    """Plans of `models` (already in build order) against one state."""
-    return tuple(plan_model(m, a, state, incremental, limits) for m, a in models)
+def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incremental: bool, limits: BuildLimits,
+              lenient: bool = False) -> tuple[ModelPlan, ...]:
+    """Plans of `models` (already in build order) against one state. `lenient` (`lake plan`): a
+    model whose upstream has no data yet is planned as the full build it waits to run, saying
+    what it waits for, instead of raising PlanError."""
+    out: list[ModelPlan] = []
+    for m, a in models:
+        waiting = _waiting(m, a, state, {p.model.name for p in out}) if lenient else None
+        out.append(waiting or plan_model(m, a, state, incremental, limits))
+    return tuple(out)
+
+
+def _waiting(m: Model, a: Analysis, state: State, earlier: set[str]) -> ModelPlan | None:
+    """The plan of a model whose upstreams do not all have data yet, or None."""
+    empty = [u for u in m.upstreams if u not in state.upstreams or not state.upstreams[u].instants]
+    if not empty:
+        return None
+    built = [u for u in empty if u in earlier]
+    waits = [u for u in empty if u not in earlier]
+    said = ([f"waits for {', '.join(waits)} (no data yet)"] if waits else []) + ([f"after this build creates {', '.join(built)}"] if built else [])
+    end = {u: state.upstreams[u].instants[-1].completed for u in m.upstreams if u not in empty}
+    return ModelPlan(m, a, "full", "full build; " + "; ".join(said), end)
 
 
 def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:
     """The mode of one model and why: full (asked for, or the checkpoint cannot serve), noop
     (nothing new upstream), recompute (small upstreams, or the `full` strategy) or incremental."""
     target = state.targets.get(m.name, TargetState())
-    return replace(_plan_model(m, a, state, incremental, limits), hidden=target.hidden, counts=target.counts)
+    return replace(_plan_model(m, a, state, incremental, limits), hidden=target.hidden, counts=target.counts,
+                   recorded=target.recorded, layout=target.layout)
 
 
 def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits) -> ModelPlan:
@@ -96,7 +121,8 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
     for u in m.upstreams:
         up = state.upstreams.get(u)
         if up is None or not up.instants:
-            raise PlanError(f"{m.name} reads {u}, which has no data yet", fix=f"build or ingest {u} first (lake build +{m.name} builds ancestors)")
+            raise PlanError(f"{m.name} reads {u}, which has no data yet",
+                            fix=f"load {u} first: `lake ingest` for an ODS table, `lake build +{m.name}` for a model (it builds ancestors)")
         end[u] = up.instants[-1].completed
     if not incremental:
         return ModelPlan(m, a, "full", "full build requested", end)

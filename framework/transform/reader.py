@@ -29,8 +29,11 @@ from pyspark.sql import types as T
 from framework.ods.decode import decimal_from_bytes
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
-from framework.table import hudi
+from framework.table import hudi, timeline
 from framework.table.columns import live, visible_columns
+
+# Hudi's refusal, when a query runs, of a time travel to before the earliest retained commit.
+CLEANED = "Cleaner cleaned up the timestamp of interest"
 
 
 @dataclass
@@ -56,7 +59,7 @@ class TableReader:
         return "MERGE_ON_READ" in fs.read_text(props) if fs.exists(props) else False
 
     def latest(self, name: str) -> hudi.Instant | None:
-        inst = hudi.completed_instants(self.spark, self.path(name))
+        inst = timeline.completed(self.path(name))
         return inst[-1] if inst else None
 
     def raw(self, name: str, as_of: str | None = None) -> DataFrame:
@@ -83,7 +86,7 @@ class TableReader:
 
     def change(self, name: str, key: list[str], begin: str, end: str) -> Change:
         mor = self.is_mor(name)
-        if not mor and hudi.cdc_logged(self.spark, self.path(name), begin, end):
+        if not mor and timeline.cdc_logged(self.path(name), begin, end):
             return self._logged_change(name, key, begin, end)
         incr = self.incremental(name, begin, end, cdc=False)
         cols = visible_columns(incr)

@@ -15,10 +15,10 @@ from datetime import datetime, timezone
 import networkx as nx
 from pyspark.sql import SparkSession
 
-from framework.errors import LakeError
+from framework.errors import LakeError, QualityGateError
 from framework.project.config import Project
-from framework.quality.checks import GateResult
 from framework.runtime.paths import Layout
+from framework.table import timeline
 from framework.transform.analysis import Analyses
 from framework.transform.dag import build_graph, select
 from framework.transform.evaluate import Evaluator, ods_keys
@@ -32,7 +32,7 @@ from framework.transform.plan import (
     needs_sizes,
     plan_model,
 )
-from framework.transform.reader import TableReader
+from framework.transform.reader import CLEANED
 from framework.transform.state import read_state, recorded
 from models.records import BUILT_MODES, ModelResult
 
@@ -120,22 +120,27 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
         r = builder.run(builder.plan(m, incremental))
     except LakeError as e:
         r = ModelResult(model=m.name, strategy="-", mode="failed", reason=e.message, error=str(e))
-        gate = getattr(e, "outcome", None)  # a blocked quality gate says what it found
-        if isinstance(gate, GateResult):
-            r.rows_quarantined, r.checks = gate.quarantined, list(gate.checks)
+        if isinstance(e, QualityGateError):  # a blocked quality gate says what it found
+            r.rows_quarantined, r.checks = e.quarantined, list(e.checks)
     except Exception as e:  # noqa: BLE001 - report per model, keep building other branches
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        r = ModelResult(model=m.name, strategy="-", mode="failed", reason=f"{type(e).__name__}: {first[:300]}", error=str(e))
+        reason = f"{type(e).__name__}: {first[:300]}"
+        if CLEANED in first:  # planned on a state the cleaner removed while the build ran (an environment's pin)
+            reason = ("an upstream's cleaner removed the files of the instant this build reads while it ran "
+                      "(its table committed meanwhile): run the build again, which plans from the current timeline")
+        r = ModelResult(model=m.name, strategy="-", mode="failed", reason=reason, error=str(e))
     if r.mode in BUILT_MODES and r.committed_at is None:
         r.committed_at = datetime.now(timezone.utc)
     return r
 
 
 def plan(spark: SparkSession | None, project: Project, selectors: list[str], exclude: list[str], incremental: bool,
-         loaded: Selection | None = None) -> list[tuple[ModelPlan, dict[str, int]]]:
+         loaded: Selection | None = None, lenient: bool = False) -> list[tuple[ModelPlan, dict[str, int]]]:
     """Each selected model's plan (and its upstreams' changed rows), in the order `build` would run
-    them, from one read of the selection's state. `spark` may be None when none of its tables
-    exists; `loaded`: the models and the selection, already loaded (else from the selectors)."""
+    them, from one read of the selection's state, without Spark (timelines are read from their
+    files). `loaded`: the models and the selection, already loaded (else from the selectors);
+    `lenient`: a model whose upstream has no data yet is planned as the full build it waits to
+    run (`lake plan`) instead of failing."""
     chosen = loaded or selection(project, selectors, exclude)
     models = chosen.models
     order = serving_first(chosen.graph, models, list(chosen.chosen))
@@ -143,11 +148,11 @@ def plan(spark: SparkSession | None, project: Project, selectors: list[str], exc
     sized = [u for n in order if needs_sizes(models[n], limits) for u in models[n].upstreams]
     analyses, state = _planning_inputs(spark, project, models, order, sized)
     try:
-        plans = make_plan([(models[n], analyses.of(models[n])) for n in order], state, incremental, limits)
+        plans = make_plan([(models[n], analyses.of(models[n])) for n in order], state, incremental, limits, lenient=lenient)
     except PlanError as e:
         raise LakeError(str(e), fix=e.fix) from e
-    reader = TableReader(spark, Layout(project.warehouse)) if spark is not None else None
-    return [(p, _changed_rows(reader, p) if reader and p.mode in ("incremental", "recompute") else {}) for p in plans]
+    layout = Layout(project.warehouse)
+    return [(p, _changed_rows(layout, p) if p.mode in ("incremental", "recompute") else {}) for p in plans]
 
 
 def _planning_inputs(spark: SparkSession | None, project: Project, models: dict[str, Model], names: Sequence[str],
@@ -159,16 +164,13 @@ def _planning_inputs(spark: SparkSession | None, project: Project, models: dict[
     return analyses, read_state(spark, layout, [u for n in names for u in models[n].upstreams], names, sized)
 
 
-def _changed_rows(reader: TableReader, p: ModelPlan) -> dict[str, int]:
-    """Rows changed per upstream in the plan's range (for `lake plan`): the rows written (Hudi's
-    incremental query) plus the rows deleted, which only the CDC records show (ODS and model
-    tables delete with Hudi deletes)."""
+def _changed_rows(layout: Layout, p: ModelPlan) -> dict[str, int]:
+    """Rows changed per upstream in the plan's range (for `lake plan`): the inserts, updates and
+    deletes of its commits in the range, from their write statistics (timeline files, no JVM)."""
     out: dict[str, int] = {}
     for u, n in p.pending.items():
         if n and p.begin.get(u):
-            written = reader.incremental(u, p.begin[u], p.end[u], cdc=False).count()
-            deleted = reader.incremental(u, p.begin[u], p.end[u], cdc=True).where("op = 'd'").count()
-            out[u] = written + deleted
+            out[u] = sum(c.changed for c in timeline.commits_between(layout.table(u), p.begin[u], p.end[u]))
     return out
 
 

@@ -32,8 +32,12 @@ from framework.transform.loader import Model
 # What the last commit of a model's table records: (data fingerprint, metadata fingerprint), or
 # None when the table has no commit. Values may be None (written before lake recorded them).
 Recorded = Callable[[str], "tuple[str | None, str | None] | None"]
+# The last build's (or run's) model results, model -> mode, and the run's id; None: no such run.
+LastResults = Callable[[], "tuple[str, Mapping[str, str]] | None"]
 
-METHODS = ("layer", "tag", "path", "state")
+# The modes each `result:` value means in the last run's model results (models/records.py).
+RESULTS = {"error": ("failed",), "skipped": ("skipped",), "success": ("full", "incremental", "recompute", "noop")}
+METHODS = ("layer", "tag", "path", "state", "result")
 STATES = ("modified", "new")
 _PART = re.compile(r"^(?P<at>@)?(?:(?P<up>\d*)\+)?(?P<body>[^+]+?)(?:\+(?P<down>\d*))?$")
 _GUIDE = "e.g. dws.user_agg, +dws.user_agg, dws.user_agg+2, @dws.user_agg, tag:finance,layer:dws, path:layers/dws, state:modified"
@@ -49,6 +53,7 @@ class Universe:
     root: Path | None = None
     ods_files: Mapping[str, str] = field(default_factory=dict)  # ods table name (no layer) -> layers/ods/x.yaml
     recorded: Recorded | None = None
+    results: LastResults | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ def _part(text: str, word: str) -> Part:
         raise LakeError(f"selector {text!r}: unknown method `{method}:`",
                         fix=(f"did you mean `{hint[0]}:`? " if hint else "") + f"methods: {', '.join(m + ':' for m in METHODS)}; or a model name")
     if not value:
-        raise LakeError(f"selector {text!r}: `{method}:` needs a value", fix=f"e.g. {method}:" + {"layer": "dws", "tag": "finance", "path": "layers/dws", "state": "modified"}[method])
+        raise LakeError(f"selector {text!r}: `{method}:` needs a value", fix=f"e.g. {method}:" + {"layer": "dws", "tag": "finance", "path": "layers/dws", "state": "modified", "result": "error"}[method])
     return Part(text, method or None, value, _depth(m["up"]), _depth(m["down"]), bool(m["at"]))
 
 
@@ -155,6 +160,8 @@ def _match(u: Universe, p: Part) -> set[str]:
         return _by_path(u, p.value)
     if p.method == "state":
         return _by_state(u, p.value)
+    if p.method == "result":
+        return _by_result(u, p.value)
     name = p.value.lower()
     if name not in u.graph:
         hint = difflib.get_close_matches(name, sorted(u.graph), n=1)
@@ -192,6 +199,17 @@ def _by_state(u: Universe, value: str) -> set[str]:
         if rec is None or (value == "modified" and _modified(m, *rec)):
             out.add(m.name)
     return out
+
+
+def _by_result(u: Universe, value: str) -> set[str]:
+    if value not in RESULTS:
+        raise LakeError(f"result:{value} is not a result lake records", fix=f"use one of {', '.join('result:' + r for r in RESULTS)}")
+    last = u.results() if u.results is not None else None
+    if last is None:
+        raise LakeError(f"result:{value} needs a previous build: the run history has no build or run that built a model",
+                        fix="run `lake build` (or `lake run`) first; `lake runs` lists the history")
+    _run_id, modes = last
+    return {m for m, mode in modes.items() if mode in RESULTS[value] and m in u.models}
 
 
 def _modified(m: Model, data: str | None, metadata: str | None) -> bool:

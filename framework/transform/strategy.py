@@ -19,6 +19,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from framework.transform.aggstate import StateColumns
+
 MERGEABLE = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
 NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "current_timestamp", "now", "current_date", "monotonically_increasing_id", "shuffle"}
 
@@ -33,15 +35,13 @@ class Aggregate:
     node_sql: str  # the call as written, for display
 
     @property
+    def columns(self) -> StateColumns:
+        """Its state columns (framework/transform/aggstate.py)."""
+        return StateColumns(self.index, self.func)
+
+    @property
     def state(self) -> list[str]:
-        i = self.index
-        if self.func == "count_star":
-            return []
-        if self.func == "count":
-            return [f"_lake_n{i}"]
-        if self.func in ("sum", "avg"):
-            return [f"_lake_s{i}", f"_lake_n{i}"]
-        return [f"_lake_m{i}", f"_lake_n{i}", f"_lake_c{i}"]
+        return self.columns.stored
 
 
 @dataclass(frozen=True)
@@ -68,18 +68,9 @@ def _agg_kind(node: Any) -> str:
 
 
 def _visible_expr(a: Aggregate) -> str:
-    i = a.index
-    if a.func == "count_star":
-        return "_lake_rows"
-    if a.func == "count":
-        return f"_lake_n{i}"
-    if a.func == "sum":
-        return f"(CASE WHEN _lake_n{i} > 0 THEN _lake_s{i} END)"
-    if a.func == "avg":
-        # Mirrors Spark's Average: decimal sums divide by count as DECIMAL(20,0), others as DOUBLE;
-        # the builder casts the result to the type the plain query would have.
-        return f"(CASE WHEN _lake_n{i} > 0 THEN _lake_s{i} / __AVG_DIVISOR__{i} END)"
-    return f"(CASE WHEN _lake_n{i} > 0 THEN _lake_m{i} END)"
+    # An AVG reads the column the builder computes from the typed state (aggstate.average_sql);
+    # the builder casts each result to the type the plain query would have.
+    return a.columns.visible_sql()
 
 
 def analyze(sql: str, upstream_key: Callable[[str], tuple[str, ...] | None], declared_key: list[str] | None = None, override: str | None = None) -> Analysis:

@@ -31,7 +31,7 @@ from framework.errors import EnvironmentProblem
 from framework.ods.ingest import run_ingest
 from framework.ops.continuous import run_cycle
 from framework.project.config import load_project
-from framework.runtime.jars import AVRO_CONVERTER, avro_converter_plugin
+from framework.runtime.jars import AVRO_CONVERTER
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
 
@@ -121,8 +121,7 @@ def test_avro_chain_with_a_schema_registry(tmp_path: Path, spark: Any, cdc_chain
     db.transaction([("INSERT INTO types VALUES (" + ",".join(["%s"] * 11) + ")", row) for row in TYPES_ROWS], database=database)
     tables = ["customer", "product", "orders", "types"]
     root = _project(tmp_path / "p", database, servers, prefix, schema_registry.ccompat_url)
-    plugin = avro_converter_plugin()
-    with cdc_chain.connector(prefix, [database], settings=converters(schema_registry.api_url), plugins={"avro": plugin}) as connect:
+    with cdc_chain.connector(prefix, [database], **converters(schema_registry.api_url)) as connect:
         # Round 1: the snapshot and random transactions, in Avro.
         connect.wait_caught_up()
         shop.changes(25)

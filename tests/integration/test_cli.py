@@ -127,3 +127,19 @@ def test_target_picks_the_warehouse_without_spark(tmp_path: Path) -> None:
     r = lake(tmp_path, "--target", "dve", "dag")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "lake.yaml:5: targets: no target named 'dve' (asked for by --target)" in r.stderr and "did you mean dev?" in r.stderr
+
+
+def test_plan_of_a_new_project_needs_no_jvm_and_says_what_a_build_would_do(tmp_path: Path) -> None:
+    """Issue 28 item 3: after `lake init`, `lake plan` describes the build (the model waits for
+    its ODS table) instead of failing, and starts no JVM (JAVA_HOME points nowhere)."""
+    env = {"PATH": str(Path(sys.executable).parent), "JAVA_HOME": str(tmp_path / "no-java")}
+    r = subprocess.run([sys.executable, "-m", "framework.cli", "init", str(tmp_path / "p")], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **env})
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = lake(tmp_path / "p", "plan", "--json", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (planned,) = json.loads(r.stdout)
+    assert (planned["model"], planned["mode"]) == ("dws.customers_by_domain", "full")
+    assert planned["reason"] == "full build; waits for ods.customers (no data yet)"
+    r = lake(tmp_path / "p", "plan", env={**env, "COLUMNS": "200"})
+    assert r.returncode == 0 and "waits for ods.customers" in r.stdout and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr

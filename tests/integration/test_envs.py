@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from framework.cli.main import main
 from framework.table import hudi
 from framework.transform.reader import TableReader
+from framework.transform.runner import build
 from tests.helpers import LakeProject, envelope
 
 pytestmark = pytest.mark.spark
@@ -115,5 +116,49 @@ def test_build_in_an_environment_diff_promote_drop(tmp_path: Path, spark: Any) -
         assert _rows(spark, lp, lp.layout.table(m)) == now[m], m
     promoted = _prod(spark, lp)
     _cli(lp, "env", "drop", "dev")
-    assert not env.exists() and _prod(spark, lp) == promoted
+    assert all(p.relative_to(env).parts[:2] == ("_lake", "locks") for p in env.rglob("*") if p.is_file())
+    assert not (env / "_lake" / "env.json").exists() and _prod(spark, lp) == promoted  # only its empty lock files stay
     assert TableReader(spark, lp.layout).latest("dws.by_city") is not None
+
+
+def test_a_pin_production_cleaned_is_moved_to_its_latest_commit_and_said(tmp_path: Path, spark: Any) -> None:
+    """With `hoodie.clean.commits.retained: 1`, two production commits take the cleaner past the
+    environment's pin, which can then no longer be read. A build of a changed model there moves
+    the pin to production's latest commit, says so, and builds from there; a read racing the
+    cleaner fails its model with a reason, and a diff of a model that has no table there is an
+    error: each says what to do."""
+    from framework.envs import layout as envs
+
+    lp = LakeProject(tmp_path, ODS, lake_extra='hudi: {hoodie.clean.commits.retained: "1"}\n').add_models({"dwd/vip.sql": VIP.format(t=10)})
+    users: dict[int, tuple[str, int]] = {}
+    lp.write_cdc(_events(users, {1: ("sh", 5), 2: ("bj", 12)}, 1))
+    lp.ingest(spark)
+    _cli(lp, "build", "--env", "dev", "dwd.vip")
+    pin = envs.load_state(lp.project.warehouse, "dev").pins["ods.users"]  # type: ignore[union-attr]
+    for i in range(2):
+        lp.write_cdc(_events(users, {1: ("sh", 20 + i), 3: ("gz", 30 + i)}, 10 + 2 * i))
+        lp.ingest(spark)
+    users_path = lp.layout.table("ods.users")
+    kept, latest = hudi.earliest_retained(spark, users_path), hudi.completed_instants(spark, users_path)[-1].completed
+    assert kept is not None and pin < kept  # production's cleaner has passed the pin
+    # A build planned on the pin just before the cleaner passed it (the race the check cannot close):
+    # the model fails with a reason that says what happened and to run it again.
+    racing = envs.EnvLayout(lp.project.warehouse, envs.load_state(lp.project.warehouse, "dev"), {"dwd.vip"})  # type: ignore[arg-type]
+    [failed] = build(spark, lp.project, ["dwd.vip"], [], False, layout=racing)
+    assert failed.mode == "failed" and "cleaner removed the files of the instant this build reads" in failed.reason, failed
+
+    (lp.root / "layers" / "dwd" / "vip.sql").write_text(VIP.format(t=8))  # a change to try in the environment
+    out = " ".join(_cli(lp, "build", "--env", "dev", "dwd.vip", "--incremental").output.split())  # unwrapped
+    assert f"production's ods.users was cleaned past the environment's pin {pin}" in out, out
+    assert f"re-pinned to its latest commit {latest}" in out, out
+    assert envs.load_state(lp.project.warehouse, "dev").pins == {"ods.users": latest}  # type: ignore[union-attr]
+    assert _rows(spark, lp, lp.root / "warehouse" / "_env" / "dev" / "dwd" / "vip") == _oracle(users, 8, best=False)["dwd.vip"]
+
+    # A change whose build in the environment fails leaves no table there: diff says so.
+    lp.add_models({"dwd/other.sql": "select id, city from ods.users"})
+    _cli(lp, "build", "dwd.other")
+    (lp.root / "layers" / "dwd" / "other.sql").write_text("select id, no_such_column from ods.users")
+    broken = CliRunner().invoke(main, ["--project", str(lp.root), "build", "--env", "dev", "dwd.other"])
+    assert broken.exit_code == 1, broken.output
+    d = CliRunner().invoke(main, ["--project", str(lp.root), "diff", "dwd.other", "--env", "dev"])
+    assert d.exit_code == 1 and "dwd.other has no table in environment dev yet" in d.output and "Internal error" not in d.output, d.output

@@ -1,5 +1,5 @@
 """What Hudi 1.2.0 itself takes on write when a column's type changes, with lake's write options
-(README "Schema changes"): the facts framework/project/types.py's `in_place` rests on, checked
+(docs/concepts/ods.md "Schema changes"): the facts framework/project/types.py's `in_place` rests on, checked
 against plain Hudi writes so a Hudi upgrade that changes them fails here first."""
 
 from __future__ import annotations

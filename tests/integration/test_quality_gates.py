@@ -4,7 +4,9 @@ quarantine contents, descendants skipped while siblings build, `lake check`, `la
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -259,3 +261,29 @@ def test_report_pages_show_markup_in_row_values_as_text_in_chromium(tmp_path: Pa
         assert "data-pwned=" not in dom and "<title>pwned</title>" not in dom, f"{page.name}: injected markup ran"
         for value in (SCRIPT, IMG):  # shown as text: the DOM serialises it with < and > escaped
             assert value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in dom, f"{page.name}: {value} not shown"
+
+
+def test_a_retyped_model_blocked_by_its_gate_keeps_its_table(tmp_path: Path, spark: Any) -> None:
+    """Issue 27 item 3: a column DATE → TIMESTAMP makes the table be written anew; an `error` check
+    that fails must leave the production table, its rows and its checkpoint as they were (the
+    table was deleted before the gate ran). Then `lake plan` of the built project, no JVM."""
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.users, key: [id]}\n")
+    lp.add_models({"dwd/m.sql": "select id, cast('2024-01-01' as date) as d, score from ods.users", "dwd/m.yaml": "key: [id]\n"})
+    lp.write_cdc([_user("c", 1, "sh", 5, 1), _user("c", 2, "bj", 12, 2)])
+    lp.ingest(spark)
+    build(spark, lp.project, [], [], incremental=True)
+    before = _state(spark, lp, "dwd.m")
+    assert before[2] == [(1, datetime.date(2024, 1, 1), 5), (2, datetime.date(2024, 1, 1), 12)]
+    lp.add_models({"dwd/m.sql": "select id, cast('2024-01-01' as timestamp) as d, score from ods.users",
+                   "dwd/m.yaml": "key: [id]\nchecks:\n  - between: {column: score, min_value: 100}\n    severity: error\n"})
+    r = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(tmp_path), "build", "--incremental"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "quality gate failed for dwd.m" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert hudi.table_exists(lp.layout.table("dwd.m"))
+    assert _state(spark, lp, "dwd.m") == before  # the same commits, checkpoint and rows
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent), "JAVA_HOME": str(tmp_path / "no-java")}
+    r = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(tmp_path), "plan", "--incremental", "--json"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (planned,) = json.loads(r.stdout)
+    assert (planned["model"], planned["mode"]) == ("dwd.m", "full") and "model changed" in planned["reason"]

@@ -148,3 +148,64 @@ def test_ingest_build_query_check_and_report_with_everything_in_a_bucket(tmp_pat
         assert any(k.startswith(prefix) for k in keys), prefix
     assert not any(k.startswith("wh/_lake/locks/") for k in keys)  # every lease released
     assert not (tmp_path / "s3a:").exists() and not (tmp_path / "warehouse").exists()
+
+
+def test_a_rewrite_killed_while_it_swaps_on_s3_loses_nothing(tmp_path: Path, s3_server: S3Server) -> None:
+    """Issue 27 item 5: on S3 a rename is a copy then a delete, so the widening rewrite's swap
+    (framework/ods/rewrite.py) copies the staged table into place file by file, against the
+    manifest its marker carries, and deletes the staged copy only once the table is complete.
+    Killed in the middle of the copy, then after it (the staged copy then half deleted, as an
+    interrupted S3 delete leaves it), the next ingests finish the swap: the table holds the
+    source's final rows in the new types."""
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    from tests.typed_cdc import DATE, DATETIME3, STRING, TypedTable, decimal
+
+    bucket = s3_server.new_bucket()
+    conf = {**s3_server.spark_conf(), "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
+    (tmp_path / "lake.yaml").write_text(textwrap.dedent(f"""\
+        name: s3rewrite
+        warehouse: s3a://{bucket}/wh
+        spark: {{master: 'local[2]', conf: {json.dumps(conf)}}}
+        ods: {{source: {{kind: files, path: 's3a://{bucket}/cdc'}}}}
+        locks: {{lease_seconds: 10}}
+        """))  # a killed run's lease expires within the next run's lock timeout
+    (tmp_path / "layers" / "ods").mkdir(parents=True)
+    (tmp_path / "layers" / "ods" / "tables.yaml").write_text("tables:\n  - {source: shop.c, key: [code]}\n")
+    c = TypedTable("shop.c", "code", {"code": decimal(6, 2), "grp": STRING, "day": DATE})
+    first = [c.upsert({"code": Decimal(f"{i}.50"), "grp": "xy"[i % 2], "day": date(2024, 1, i)}) for i in range(1, 7)]
+    s3_server.client().put_object(Bucket=bucket, Key="cdc/0001.json", Body=("\n".join(first) + "\n").encode())
+    _lake(tmp_path, "ingest", "--once")
+    c.alter("code", decimal(8, 4))
+    c.alter("day", DATETIME3, lambda d: datetime(d.year, d.month, d.day))
+    second = [c.upsert({"code": Decimal("9.1234"), "grp": "y", "day": datetime(2024, 5, 6, 7, 8, 9)}), c.delete(Decimal("2.50"))]
+    s3_server.client().put_object(Bucket=bucket, Key="cdc/0002.json", Body=("\n".join(second) + "\n").encode())
+
+    def killed(failpoint: str) -> dict[str, Any]:
+        r = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(tmp_path), "ingest", "--once"], capture_output=True,
+                           text=True, env={**os.environ, "LAKE_FAILPOINT": failpoint}, timeout=600)
+        assert r.returncode == -9, f"{failpoint}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+        marker = s3_server.client().get_object(Bucket=bucket, Key="wh/_lake/staging/ods_c.json")["Body"].read()
+        return dict(json.loads(marker))
+
+    mid = killed("rewrite_copy:3")  # three files copied into the emptied table folder
+    assert mid["phase"] == "cleared" and len(mid["files"]) > 3
+    table = [k for k in s3_server.keys(bucket, "wh/ods/c/") if not k.endswith("/")]
+    assert 0 < len(table) < len(mid["files"])  # the table folder is partial, the staged copy whole
+    done = killed("after_rewrite_copied")
+    assert done["phase"] == "copied"
+    staged = [k for k in s3_server.keys(bucket, "wh/_lake/staging/ods_c/") if not k.endswith("/")]
+    assert len(staged) == len(done["files"])
+    for key in staged[: len(staged) // 2]:  # a delete of the staged copy interrupted half way
+        s3_server.client().delete_object(Bucket=bucket, Key=key)
+    _lake(tmp_path, "ingest", "--once")
+    assert [k for k in s3_server.keys(bucket, "wh/_lake/staging/") if not k.endswith("/")] == []  # (S3A may keep folder markers)
+    (row,) = json.loads(_lake(tmp_path, "sql", "select to_json(collect_list(struct(cast(code as string) as code, grp, "
+                              "date_format(day, 'yyyy-MM-dd HH:mm:ss') as day))) as t from ods.c", "--format", "json").stdout)
+
+    def text(v: Any) -> str:
+        return v.strftime("%Y-%m-%d %H:%M:%S") if isinstance(v, datetime) else str(v)
+
+    want = sorted((str(Decimal(r["code"]).quantize(Decimal("0.0001"))), r["grp"], text(r["day"])) for r in c.live())
+    assert sorted((r["code"], r["grp"], r["day"]) for r in json.loads(row["t"])) == want

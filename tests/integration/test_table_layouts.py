@@ -168,3 +168,17 @@ def test_a_layout_an_existing_table_cannot_take(tmp_path: Path, spark: Any) -> N
         counts[r["uid"]] = counts.get(r["uid"], 0) + 1
     got = {r.uid: r.n for r in hudi.read(spark, lp.layout.table("dws.by_user")).collect()}
     assert got == counts
+
+
+def test_compact_quotes_the_table_path_in_its_sql(tmp_path: Path, spark: Any) -> None:
+    """A warehouse path with a quote in it (`o'brien`) reaches Hudi's run_compaction intact."""
+    from framework.commands.compact import compact
+    from framework.runtime.location import as_location
+
+    path = as_location(tmp_path / "o'brien's warehouse" / "t")
+    opts = hudi.write_options(name="t", key=["id"], ordering=None, partition=None, table_type="mor")
+    hudi.write(spark.createDataFrame([(1, "a"), (2, "b")], "id int, v string"), path, opts, {})
+    hudi.write(spark.createDataFrame([(2, "c")], "id int, v string"), path, opts, {})
+    result = compact(spark, "t", path)
+    assert result.status == "compacted" and result.instant, result
+    assert sorted((r.id, r.v) for r in hudi.read(spark, path).collect()) == [(1, "a"), (2, "c")]

@@ -26,13 +26,17 @@ def _java_stats(spark: Any, path: Any) -> list[tuple[str, str, tuple[int, int, i
 
 
 def test_commits_read_in_python_equal_hudis_own(tmp_path: Path, spark: Any) -> None:
-    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.a, key: [id]}\n  - {source: shop.m, key: [id], type: mor}\n")
+    # Cleaner retention 1: the third commit cleans, so the earliest retained commit is recorded.
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.a, key: [id]}\n  - {source: shop.m, key: [id], type: mor}\n",
+                     "hudi: {hoodie.clean.commits.retained: '1'}\n")
     for t in ("shop.a", "shop.m"):
         lp.write_cdc([envelope("c", t, None, {"id": i, "v": i}, pos=i) for i in range(1, 6)])
         lp.ingest(spark)
         lp.write_cdc([envelope("u", t, {"id": 1, "v": 1}, {"id": 1, "v": 10}, pos=10),
                       envelope("d", t, {"id": 2, "v": 2}, None, pos=11),
                       envelope("c", t, None, {"id": 9, "v": 9}, pos=12)])
+        lp.ingest(spark)
+        lp.write_cdc([envelope("u", t, {"id": 3, "v": 3}, {"id": 3, "v": 30}, pos=20)])
         lp.ingest(spark)
     for name in ("ods.a", "ods.m"):
         path = lp.layout.table(name)
@@ -45,6 +49,18 @@ def test_commits_read_in_python_equal_hudis_own(tmp_path: Path, spark: Any) -> N
         last = timeline.last_commit(path)
         assert last is not None and last.instant == hudi.completed_instants(spark, path)[-1]
         assert timeline.commits_between(path, commits[0].instant.completed, last.instant.completed) == commits[1:]
+        # What planning and LakeTable read without a JVM: the cleaner's earliest retained commit,
+        # the last writer commit's metadata, column types at commits, the table's key fields.
+        at = {commits[0].instant.completed}
+        assert timeline.read(path, at) == hudi.timeline(spark, path, at)
+        assert timeline.earliest_retained(path) == hudi.earliest_retained(spark, path)
+        assert name == "ods.m" or timeline.earliest_retained(path) is not None
+        props = timeline.properties(path)
+        assert timeline.fields(props, "recordkey") == hudi.record_key(spark, path) == ["id"]
+        assert timeline.fields(props, "partition") == hudi.partition_fields(spark, path)
+        ends = [c.instant.completed for c in commits]
+        for begin, end in zip(ends, ends[1:], strict=False):
+            assert timeline.cdc_logged(path, begin, end) == hudi.cdc_logged(spark, path, begin, end), (name, begin, end)
     assert timeline.last_commit(lp.layout.table("ods.nothing")) is None
 
 

@@ -73,6 +73,7 @@ LAYERS = (
     "framework.envs",
     "framework.modeltest",
     "framework.site",
+    "framework.observe",  # alerts, metrics, OpenLineage events: what the run records tell the outside world
     "framework.commands",
     "framework.ops",  # lake run, schedules, Airflow
     "framework.demo",  # test and demo infrastructure: only the CLI imports it

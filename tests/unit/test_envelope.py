@@ -87,7 +87,7 @@ def test_evolution_rules() -> None:
 
 
 def test_widening_rules() -> None:
-    """Lossless widenings a database makes (README "Schema changes"), and what stays rejected."""
+    """Lossless widenings a database makes (docs/concepts/ods.md "Schema changes"), and what stays rejected."""
     assert resolve("p", "decimal(10,2)", "decimal(12,2)").promoted  # more digits
     assert resolve("p", "decimal(10,2)", "decimal(12,4)").target == "decimal(12,4)"  # more scale that fits
     lost = resolve("p", "decimal(10,2)", "decimal(11,4)")  # 7 integer digits for 8: cannot hold every value
@@ -102,7 +102,7 @@ def test_widening_rules() -> None:
 
 
 def test_what_hudi_changes_in_place() -> None:
-    """Measured on Hudi 1.2.0 (README "Schema changes"): DATE -> TIMESTAMP only by a rewrite."""
+    """Measured on Hudi 1.2.0 (docs/concepts/ods.md "Schema changes"): DATE -> TIMESTAMP only by a rewrite."""
     from framework.project.types import in_place, key_text_kept
 
     assert in_place("decimal(10,2)", "decimal(12,4)") and in_place("int", "bigint") and in_place("float", "double")

@@ -189,3 +189,17 @@ def test_rebuilt_upstream_says_so() -> None:
     # Without a record, the same timeline reads as cleaned or archived.
     s = State({"ods.user": UpstreamState(commits("50", "60"))}, {"dws.user_agg": TargetState({"ods.user": "20"}, "fp1", "-")})
     assert "cleaned or archived" in plan_model(model(), AGG, s, incremental=True, limits=LIMITS).reason
+
+
+def test_lenient_plan_says_what_a_build_waits_for() -> None:
+    """`lake plan` of an unbuilt project: no PlanError, the full build and what it waits for; a
+    model reading a model this build creates first says so."""
+    down = Model("dws.top", "dws", "top", "sql", Path("layers/dws/top.sql"), ModelConfig(), "select * from dws.user_agg",  # type: ignore[arg-type]
+                 ("dws.user_agg",), "fp9")
+    empty = State({"ods.user": UpstreamState(())}, {})
+    with pytest.raises(PlanError, match="ods.user, which has no data yet") as e:
+        make_plan([(model(), AGG)], empty, True, LIMITS)
+    assert "lake ingest" in e.value.fix
+    plans = make_plan([(model(), AGG), (down, FULL)], empty, True, LIMITS, lenient=True)
+    assert [(p.mode, p.reason) for p in plans] == [("full", "full build; waits for ods.user (no data yet)"),
+                                                    ("full", "full build; after this build creates dws.user_agg")]

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from framework.table.columns import lake_key
 from framework.table.held import Held
-from framework.transform import hidden, holders
+from framework.transform import aggstate, hidden, holders
 from framework.transform.commit import Written
 from framework.transform.context import BuildContext
 from framework.transform.plan import ModelPlan
@@ -206,15 +206,16 @@ def finalize(ctx: BuildContext, p: ModelPlan, state: DataFrame) -> DataFrame:
     the group: the commit keeps it in the hidden-groups table, not the model's)."""
     a = p.analysis
     types = _output_types(ctx, p)
-    state_cols = [c for c in state.columns if c.startswith("_lake_") and c not in ("_lake_key", "_lake_recompute")]
+    state_cols = [c for c in state.columns if c.startswith("_lake_") and c not in (aggstate.KEY, "_lake_recompute")]
     sdtypes = dict(state.dtypes)
+    # AVGs divide as Spark's Average does for their sum's type: computed first, read by name.
+    averages = [f"{g.columns.average_sql(sdtypes[g.columns.sum])} AS {g.columns.avg}" for g in a.aggregates if g.func == "avg"]
     v = view_name("fin")
     state.createOrReplaceTempView(v)
-    exprs = []
-    for alias, e in a.finalize.items():
-        exprs.append(f"CAST({_fill_avg(e, a.aggregates, sdtypes)} AS {types[alias]}) AS `{alias}`")
-    having = f"NOT coalesce({_fill_avg(a.having_sql, a.aggregates, sdtypes)}, false)" if a.having_sql else "false"
-    sql = f"SELECT {', '.join(exprs)}, {', '.join(state_cols)}, ({having}) AS _deleted FROM {v}"
+    exprs = [f"CAST({e} AS {types[alias]}) AS `{alias}`" for alias, e in a.finalize.items()]
+    having = f"NOT coalesce({a.having_sql}, false)" if a.having_sql else "false"
+    source = f"(SELECT *, {', '.join(averages)} FROM {v})" if averages else v
+    sql = f"SELECT {', '.join(exprs)}, {', '.join(state_cols)}, ({having}) AS _deleted FROM {source}"
     return ctx.spark.sql(sql)
 
 
@@ -225,14 +226,15 @@ def _output_types(ctx: BuildContext, p: ModelPlan) -> dict[str, str]:
 
 
 def _state_exprs(g: Aggregate) -> list[str]:
-    i, x = g.index, g.arg_sql
+    """The stored state of `g` over a group's rows (holder counts apart: `state_query`)."""
+    c, x = g.columns, g.arg_sql
     if g.func == "count_star":
         return []
     if g.func == "count":
-        return [f"count({x}) AS _lake_n{i}"]
+        return [f"count({x}) AS {c.count}"]
     if g.func in ("sum", "avg"):
-        return [f"sum({x}) AS _lake_s{i}", f"count({x}) AS _lake_n{i}"]
-    return [f"{g.func}({x}) AS _lake_m{i}", f"count({x}) AS _lake_n{i}"]
+        return [f"sum({x}) AS {c.sum}", f"count({x}) AS {c.count}"]
+    return [f"{g.func}({x}) AS {c.extreme}", f"count({x}) AS {c.count}"]
 
 
 def _delta_exprs(g: Aggregate) -> list[str]:
@@ -248,15 +250,3 @@ def _delta_exprs(g: Aggregate) -> list[str]:
             f"count(CASE WHEN _lake_sign > 0 AND ({x}) = _lake_wi{i} THEN 1 END) AS _lake_mc{i}",
             f"count(CASE WHEN _lake_sign < 0 AND ({x}) = _lake_wr{i} THEN 1 END) AS _lake_rc{i}",
             f"count(CASE WHEN _lake_sign < 0 THEN ({x}) END) AS _lake_rn{i}"]
-
-
-def _fill_avg(sql: str, aggs: tuple[Aggregate, ...], types: dict[str, str]) -> str:
-    """An AVG's divisor in a finalize or HAVING expression, as Spark's Average divides: decimal
-    sums by the count as DECIMAL(20,0), others as DOUBLE (see strategy._visible_expr)."""
-    for g in aggs:
-        if g.func == "avg":
-            is_dec = types.get(f"_lake_s{g.index}", "").startswith("decimal")
-            sql = sql.replace(f"__AVG_DIVISOR__{g.index}", f"CAST(_lake_n{g.index} AS DECIMAL(20,0))" if is_dec else f"CAST(_lake_n{g.index} AS DOUBLE)")
-    return sql
-
-
