@@ -161,8 +161,8 @@ class OdsSettings(StrictModel):
     trigger_seconds: int = Field(default=10, ge=1, description="The interval of `lake ingest --continuous`.")
     tombstone_retention_days: float = Field(default=30, ge=0, description="How long a deleted key's delete position stops a replay of "
                                             "older events from re-inserting it.")
-    freshness: FreshnessConfig | None = Field(default=None, description="Every ODS table's `freshness:` unless the table sets its own "
-                                              "(`freshness: null`: none).")
+    freshness: FreshnessConfig | None = Field(default=None, description="Every ODS table's `freshness:` unless the table sets its own (`freshness: null`: none).")
+    unavailable_value_placeholder: str = Field(default="__debezium_unavailable_value", min_length=1, description="Debezium's `unavailable.value.placeholder` (PostgreSQL's unchanged TOASTed values): lake keeps the key's earlier value instead.")
 
 
 class BuildSettings(StrictModel):

@@ -1,5 +1,5 @@
-"""Shared fixtures: one SparkSession (with the Hudi bundle), one Kafka broker, one Hive metastore and
-one MariaDB (the real CDC chain) per test session."""
+"""Shared fixtures: one SparkSession (with the Hudi bundle), one Kafka broker, one Hive metastore,
+and for the real CDC chain one Kafka Connect worker, one MariaDB and one PostgreSQL per test session."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 if TYPE_CHECKING:
     from framework.demo.broker import KafkaBroker
+    from framework.demo.connect import ConnectWorker
     from framework.demo.metastore import HiveMetastore
     from tests.cdc_chain import Chain
     from tests.s3_fixture import S3Server
@@ -79,11 +80,27 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
 
 
 @pytest.fixture(scope="session")
-def cdc_chain(tmp_path_factory: pytest.TempPathFactory, kafka_broker: KafkaBroker) -> Iterator[Chain]:
-    """MariaDB beside the session's Kafka broker; `.connector(prefix, databases)` starts Debezium."""
-    from tests.cdc_chain import running_chain
+def connect_worker(tmp_path_factory: pytest.TempPathFactory, kafka_broker: KafkaBroker) -> Iterator[ConnectWorker]:
+    """One Kafka Connect worker with every Debezium plugin; tests add and remove connectors."""
+    from tests.cdc_chain import running_worker
 
-    yield from running_chain(tmp_path_factory.mktemp("cdc-chain"), kafka_broker)
+    yield from running_worker(tmp_path_factory.mktemp("connect"), kafka_broker)
+
+
+@pytest.fixture(scope="session")
+def cdc_chain(tmp_path_factory: pytest.TempPathFactory, kafka_broker: KafkaBroker, connect_worker: ConnectWorker) -> Iterator[Chain]:
+    """MariaDB beside the session's broker and Connect worker; `.connector(prefix, databases)` adds Debezium."""
+    from tests.cdc_chain import running_mariadb
+
+    yield from running_mariadb(tmp_path_factory.mktemp("cdc-chain"), kafka_broker, connect_worker)
+
+
+@pytest.fixture(scope="session")
+def pg_chain(tmp_path_factory: pytest.TempPathFactory, kafka_broker: KafkaBroker, connect_worker: ConnectWorker) -> Iterator[Chain]:
+    """PostgreSQL beside the session's broker and Connect worker; `.connector(prefix, schemas)` adds Debezium."""
+    from tests.cdc_chain import running_postgres
+
+    yield from running_postgres(tmp_path_factory.mktemp("pg-chain"), kafka_broker, connect_worker)
 
 
 @pytest.fixture(scope="session")

@@ -139,13 +139,13 @@ def sql(obj: Ctx, query: str, fmt: str, limit: int) -> None:
 
 
 @main.command()
-@click.option("--events", type=int, default=None, help="CDC events per table and round, roughly (default 400); with --source mariadb, transactions per round (default 40).")
+@click.option("--events", type=int, default=None, help="CDC events per table and round, roughly (default 400); with --source mariadb|postgres, transactions per round (default 40).")
 @click.option("--seed", default=7, show_default=True)
 @click.option("--fresh/--keep", default=True, show_default=True,
               help="Empty the demo's warehouse and CDC directory first (only what `lake demo` created; each removed path is printed).")
 @click.option("--kafka", is_flag=True, help="Start a local Kafka broker, publish the CDC to it and ingest from Kafka (out/kafka-demo/).")
-@click.option("--source", type=click.Choice(["simulator", "mariadb"]), default="simulator", show_default=True,
-              help="mariadb: the real chain, MariaDB -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/ (--events: transactions per round).")
+@click.option("--source", type=click.Choice(["simulator", "mariadb", "postgres"]), default="simulator", show_default=True,
+              help="mariadb|postgres: the real chain, the database -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/ (--events: transactions per round).")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
@@ -154,14 +154,14 @@ def demo(obj: Ctx, events: int | None, seed: int, fresh: bool, kafka: bool, sour
 
     Runs in its own project, out/demo/ under --project (never the project's warehouse or CDC),
     set up from the project's declarations of the seed tables and the models built from them.
-    With --source mariadb, starts MariaDB, a Kafka broker and Debezium, writes SQL and compares
-    lake's tables with MariaDB's answers (out/cdc-demo/; stops every service it started)."""
-    if source == "mariadb":
+    With --source mariadb|postgres, starts the database, a Kafka broker and Debezium, writes SQL and
+    compares lake's tables with the database's answers (out/cdc-demo/; stops every service it started)."""
+    if source in ("mariadb", "postgres"):
         from framework.demo.chain import run_cdc_demo
 
         if kafka:
-            raise LakeError("--kafka and --source mariadb do not go together", fix="--source mariadb always runs through Kafka; drop --kafka")
-        run_cdc_demo(obj.project(), obj.console, events=40 if events is None else events, seed=seed, lock_timeout=lock_timeout)
+            raise LakeError(f"--kafka and --source {source} do not go together", fix=f"--source {source} always runs through Kafka; drop --kafka")
+        run_cdc_demo(obj.project(), obj.console, events=40 if events is None else events, seed=seed, lock_timeout=lock_timeout, source=source)
         return
     from framework.demo.run import run_demo
 

@@ -115,7 +115,7 @@ class OdsBatchWriter:
         result = BatchResult(batch_id=batch_id, started_at=started)
         by_table: dict[str, list[Any]] = {}
         parse_dead: dict[str, int] = {}  # source table -> its events dead-lettered while parsing
-        for r in summarize(parsed):
+        for r in summarize(parsed, self.project.config.ods.unavailable_value_placeholder):
             result.events += r["n"]
             if r["status"] == "tombstone":
                 result.tombstones += r["n"]

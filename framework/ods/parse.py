@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from framework.ods import decode as D
 from framework.ods.routing import routing_id
+from framework.ods.unavailable import DEFAULT_PLACEHOLDER, is_placeholder
 from models.config import OdsTable
 
 HEARTBEAT = "io.debezium.connector.common.Heartbeat"
@@ -41,6 +42,20 @@ def _control(has_payload: Column) -> Column:
     )
     parsed = F.col("env._corrupt").isNull() & F.col("p._corrupt").isNull()
     return F.when(F.col("p.op").isNull() & parsed & F.col("value").isNotNull(), kind)
+
+
+# Debezium's ExtractNewRecordState (`transforms=unwrap`) writes the row alone, its `add.fields`
+# as `__op`, `__lsn`, ... and `delete.handling.mode=rewrite` a `__deleted` flag: no before-image,
+# no source block. lake needs the envelope, so such records are dead-lettered with this reason.
+FLATTENED = ("a flattened record (Debezium's ExtractNewRecordState: `__op`/`__deleted` fields, no envelope): lake needs "
+             "the whole change event (op, before, after, source position) to order and delete; remove the "
+             "io.debezium.transforms.ExtractNewRecordState transform (`transforms=unwrap`) from the connector and let it "
+             "snapshot again (these records cannot be replayed as they are)")
+
+
+def _flattened(has_payload: Column) -> Column:
+    body = F.when(has_payload, F.col("env.payload")).otherwise(F.col("value"))
+    return F.get_json_object(body, "$.__op").isNotNull() | F.get_json_object(body, "$.__deleted").isNotNull()
 
 
 def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
@@ -74,6 +89,7 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
         F.col("env._corrupt").alias("corrupt"),
         F.col("p._corrupt").alias("pcorrupt"),
         _control(has_payload).alias("control"),
+        _flattened(has_payload).alias("flattened"),
         (
             F.col("value").isNull()  # a Kafka tombstone (Debezium's after a delete)
             | (F.trim(F.col("value")) == "null")
@@ -94,6 +110,7 @@ def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str
     reason = (
         F.when(F.col("value").startswith("lake: line too long ("), F.regexp_extract("value", "^lake: ([^;]*)", 1))
         .when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
+        .when(F.col("op").isNull() & F.col("flattened"), F.lit(FLATTENED))
         .when(F.col("op").isNull(), F.lit("not a Debezium envelope: no `op` field"))
         .when(~F.col("op").isin("c", "u", "d", "r", "t"), F.concat(F.lit("unknown op '"), F.col("op"), F.lit("'")))
         .when(F.col("tbl") == "", F.lit("no source.db / source.table in the envelope"))
@@ -109,11 +126,28 @@ def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str
     for t in tables:
         if t.ordering:
             lacks = reduce(lambda a, b: a | b, [F.col("img").getItem(c).isNull() for c in t.ordering])
-            ord_missing = F.when(F.col("tbl") == t.source, (F.col("op") == "d") & F.coalesce(lacks, F.lit(True))).otherwise(ord_missing)
+            lacks = F.coalesce(lacks, F.lit(True)) | key_only(t)
+            ord_missing = F.when(F.col("tbl") == t.source, (F.col("op") == "d") & lacks).otherwise(ord_missing)
     status = (F.when(F.col("tombstone"), F.lit("tombstone")).when(F.col("control").isNotNull(), F.lit("control"))
               .when(reason.isNotNull(), F.lit("dead")).otherwise(F.lit("ok")))
     live = ~F.col("tombstone") & F.col("control").isNull()
     return df.withColumn("ord_missing", ord_missing).withColumn("reason", F.when(live, reason)).withColumn("status", status)
+
+
+# The values Debezium's PostgreSQL connector puts in a delete's before-image for the NOT NULL
+# columns REPLICA IDENTITY DEFAULT did not log, as JSON text: "", 0, 0.0, false, a decimal 0
+# (base64 of its unscaled bytes), the epoch as a ZonedTimestamp, an empty JSON object or array.
+FILLED_IN = ("", "0", "0.0", "false", "AA==", "1970-01-01T00:00:00Z", "{}", "[]")
+
+
+def key_only(t: OdsTable) -> Column:
+    """A PostgreSQL delete whose before-image holds only its key: every other column NULL or the
+    type default Debezium fills in (REPLICA IDENTITY DEFAULT logs the key alone). Its other
+    values were made up by the connector, so they cannot order it (prepare.ordering_prefix); a
+    real row that holds only defaults is ordered the same safe way (by position against its key)."""
+    others = F.map_filter(F.col("img"), lambda k, _v: ~k.isin(*t.key)) if t.key else F.col("img")
+    made_up = F.forall(F.map_values(others), lambda v: v.isNull() | v.isin(*FILLED_IN))
+    return (F.col("src.connector") == "postgresql") & F.coalesce(made_up, F.lit(False))
 
 
 def _key_problem(tables: list[OdsTable]) -> Column:
@@ -133,10 +167,12 @@ def _key_problem(tables: list[OdsTable]) -> Column:
     return problem
 
 
-def summarize(parsed: DataFrame) -> list[Any]:
+def summarize(parsed: DataFrame, placeholder: str = DEFAULT_PLACEHOLDER) -> list[Any]:
     """One small aggregation tells which tables, schema versions and columns the batch has: a row
-    per (status, reason, table, schema version, truncate or not)."""
+    per (status, reason, table, schema version, truncate or not); `unavailable`: its events with a
+    Debezium placeholder for an unchanged TOASTed value (framework/ods/unavailable.py)."""
     ok = F.col("status") == "ok"
+    marked = F.exists(F.map_values("img"), lambda v: is_placeholder(v, placeholder))
     is_t = F.col("op") == "t"
     return (
         parsed.groupBy("status", "reason", "tbl", "schema_hash", is_t.alias("is_truncate"))
@@ -147,6 +183,7 @@ def summarize(parsed: DataFrame) -> list[Any]:
             F.max("pos_seq").alias("pos_max"),  # all before a bootstrap hand-off: not judged (columns.py)
             F.array_distinct(F.flatten(F.collect_set(F.when(ok & F.col("schema_raw").isNull(), F.map_keys("img"))))).alias("keys"),
             F.sum(F.col("ord_missing").cast("int")).alias("ord_missing"),
+            F.sum(F.when(ok & marked, 1).otherwise(0)).alias("unavailable"),
             # The source position of the table's last truncate in this batch (position, then arrival).
             F.max(F.when(is_t, F.concat(F.col("pos_seq"), F.col("arrival")))).alias("truncate_at"),
             F.min("_event_ts").alias("event_ts_min"),

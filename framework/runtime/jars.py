@@ -14,13 +14,13 @@ Kafka needs whole dependency trees, not one jar: `ensure_artifacts` resolves the
   this project fetches from has no 3.5.4-3.5.6 of that artifact (3.5.0, 3.5.1, 3.5.3, 3.5.7).
   An older connector on a newer Spark of the same 3.5 line is the safe direction; 3.5.7 could
   call Spark methods that 3.5.5 lacks.
-- the real CDC chain (tests/cdc_chain.py, `make demo-cdc`): Kafka Connect standalone of the
-  broker's Kafka version, and Debezium's MariaDB connector 2.7.0.Final (the only 2.7 release of it
-  the Maven Central reachable here serves; 2.7.1-2.7.4 are missing). Debezium's MySQL connector
-  2.7.4 also reads MariaDB's binlog, but it does not understand MariaDB's GTIDs, so its events have
-  no `source.gtid` and it writes no transaction metadata; the MariaDB connector does both. Each
-  connector is a Connect plugin in its own directory (`plugin.path`), so its dependencies never
-  meet Connect's on one classpath.
+- the real CDC chain (tests/cdc_chain.py, `make demo-cdc`): Kafka Connect 4.3.1 (standalone; it
+  needs Java 17, and talks to the 3.9.2 broker like any 4.x client), Debezium's PostgreSQL
+  connector 3.6.1.Final and its MariaDB connector 3.5.0.Final: the newest release of it the Maven
+  Central reachable here serves (its metadata lists 3.5.0.Final as the latest; no 3.6.x exists for
+  that artifact there, while the other Debezium modules resolve at 3.6.1.Final). Each connector is
+  a Connect plugin in its own directory (`plugin.path`), so its dependencies never meet Connect's
+  (or another connector's) on one classpath.
 """
 
 from __future__ import annotations
@@ -44,10 +44,11 @@ KAFKA_BROKER = (
     "org.slf4j:slf4j-reload4j:1.7.36",
     "ch.qos.reload4j:reload4j:1.2.25",
 )
-KAFKA_CONNECT = (f"org.apache.kafka:connect-runtime:{KAFKA_VERSION}", *KAFKA_BROKER[1:])
+CONNECT_VERSION = "4.3.1"
+KAFKA_CONNECT = (f"org.apache.kafka:connect-runtime:{CONNECT_VERSION}", *KAFKA_BROKER[1:])
 DEBEZIUM = {
-    "mariadb": "io.debezium:debezium-connector-mariadb:2.7.0.Final",
-    "mysql": "io.debezium:debezium-connector-mysql:2.7.4.Final",
+    "mariadb": "io.debezium:debezium-connector-mariadb:3.5.0.Final",
+    "postgres": "io.debezium:debezium-connector-postgres:3.6.1.Final",
 }
 # Connect provides these to every plugin; a plugin's own copies would shadow them.
 CONNECT_PROVIDED = ("org.apache.kafka:*", "org.slf4j:*", "ch.qos.reload4j:*", "log4j:*")
@@ -171,7 +172,7 @@ def kafka_broker_classpath() -> list[Path]:
 
 def kafka_connect_classpath() -> list[Path]:
     """Jars to run Kafka Connect (`java -cp ... org.apache.kafka.connect.cli.ConnectStandalone`)."""
-    return ensure_artifacts(f"kafka-connect-{KAFKA_VERSION}", KAFKA_CONNECT)
+    return ensure_artifacts(f"kafka-connect-{CONNECT_VERSION}", KAFKA_CONNECT)
 
 
 def debezium_plugin(flavor: str = "mariadb") -> Path:
@@ -213,4 +214,5 @@ if __name__ == "__main__":  # used by `make install`
     print(ensure_jar(HUDI_BUNDLE))
     for jar in [*kafka_connector_jars(), *kafka_broker_classpath(), *s3_jars(), *kafka_connect_classpath()]:
         print(jar)
-    print(debezium_plugin("mariadb"))
+    for flavor in DEBEZIUM:
+        print(debezium_plugin(flavor))
