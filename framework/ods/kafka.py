@@ -80,13 +80,14 @@ class KafkaSource:
             self.avro = AvroDecoder(SchemaRegistry(cfg.schema_registry))
 
     def check(self) -> None:
-        """Fail with a clear error when no broker answers within `connect_timeout_seconds`."""
+        """Fail with a clear error when no broker (or, for Avro, no schema registry) answers within
+        `connect_timeout_seconds`."""
         deadline = time.monotonic() + self.cfg.connect_timeout_seconds
         delay = 0.5
         while True:
             problem = reachable(self.cfg.bootstrap_servers, timeout=min(5.0, self.cfg.connect_timeout_seconds))
             if problem is None:
-                return
+                break
             if time.monotonic() + delay > deadline:
                 raise EnvironmentProblem(
                     f"no Kafka broker reachable at {self.cfg.bootstrap_servers} after "

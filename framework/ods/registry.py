@@ -1,9 +1,10 @@
 """A client of a Confluent-compatible schema registry: the writer schema of an id, cached.
 
-Only the two calls a reader needs, over plain HTTP(S) with the standard library: `GET /subjects`
-(is this a registry that answers, with these credentials?) and `GET /schemas/ids/{id}` (the
-writer schema of an id; ids are immutable, so a schema is fetched once per process). Confluent's
-Schema Registry, Apicurio's `/apis/ccompat/v7` and Karapace answer both alike.
+Only the calls a reader needs, over plain HTTP(S) with the standard library: `GET /subjects` (is
+this a registry that answers, with these credentials?), `GET /schemas/ids/{id}` (the writer
+schema of an id; ids are immutable, so a schema is fetched once per process) and, for a schema
+with `references`, `GET /subjects/{subject}/versions/{version}` of each (framework/ods/avro_refs.py).
+Confluent's Schema Registry, Apicurio's `/apis/ccompat/v7` and Karapace answer them alike.
 
 A registry that cannot be reached, refuses the credentials or does not answer as a registry is an
 :class:`EnvironmentProblem` (the run stops with the fix, before any table of the micro-batch
@@ -19,11 +20,13 @@ import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
 from framework.errors import EnvironmentProblem
+from framework.ods.avro_refs import inline
 from models.registry import SchemaRegistryConfig
 
 # Confluent's "Schema not found" (Apicurio's ccompat API answers it too).
@@ -125,8 +128,28 @@ class SchemaRegistry:
         if kind != "AVRO":
             raise EnvironmentProblem(f"schema id {schema_id} in the registry at {self.url} is a {kind} schema, not Avro",
                                      fix="lake reads Avro (format: debezium-avro); set the connector's converters to Avro")
-        self._schemas[schema_id] = body["schema"]
-        return body["schema"]
+        text = inline(body["schema"], self._references(body.get("references"), f"schema id {schema_id}", set()))
+        self._schemas[schema_id] = text
+        return text
+
+    def _references(self, refs: Any, of: str, seen: set[tuple[str, int]]) -> dict[str, Any]:
+        """The named types a schema references (`references`: [{name, subject, version}]), each
+        fetched from its subject's version with its own references inlined: full name -> schema."""
+        out: dict[str, Any] = {}
+        for ref in refs or []:
+            name, subject, version = ref.get("name"), ref.get("subject"), ref.get("version")
+            if not isinstance(name, str) or not isinstance(subject, str) or (subject, version) in seen:
+                continue
+            path = f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/{version}"
+            status, body = self._request(path, f"GET {path}", self.cfg.timeout_seconds)
+            if status != 200 or not isinstance(body, dict) or not isinstance(body.get("schema"), str):
+                raise EnvironmentProblem(
+                    f"{of} in the registry at {self.url} references {name} ({subject} version {version}), which the registry "
+                    f"does not serve (HTTP {status})",
+                    fix="register the referenced subject again, or have the converter write self-contained schemas")
+            inner = self._references(body.get("references"), f"{subject} version {version}", seen | {(subject, version)})
+            out[name] = json.loads(inline(body["schema"], inner))
+        return out
 
 
 def _json(raw: bytes) -> Any:

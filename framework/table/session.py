@@ -88,6 +88,11 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.driver.memory": os.environ.get("LAKE_DRIVER_MEMORY", "4g"),
         "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+        # Dates and timestamps are proleptic Gregorian everywhere lake's values come from (Debezium's
+        # epoch days and micros, Spark, Hudi's Parquet): read and write them as they are. Spark's
+        # default refuses (EXCEPTION) a Parquet file not written by Spark 3 holding a date before
+        # 1582-10-15 or a timestamp before 1900, e.g. a DATE '0999-01-01' column in MariaDB.
+        **REBASE,
         # Hudi scans of one table at two instants in one plan break Spark's exchange-reuse
         # canonicalization (ColumnarToRowExec "assertion failed"); rescans need both.
         "spark.sql.exchange.reuse": "false",
@@ -140,8 +145,10 @@ HUDI_STATIC = {
     "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
 }
+REBASE = {f"spark.sql.parquet.{k}": "CORRECTED" for k in ("datetimeRebaseModeInRead", "datetimeRebaseModeInWrite",
+                                                              "int96RebaseModeInRead", "int96RebaseModeInWrite")}
 # Runtime SQL settings of base_conf lake relies on (why: there), set on an adopted session.
-RUNTIME = {"spark.sql.session.timeZone": "UTC", "spark.sql.legacy.timeParserPolicy": "CORRECTED", "spark.sql.exchange.reuse": "false",
+RUNTIME = {**REBASE, "spark.sql.session.timeZone": "UTC", "spark.sql.legacy.timeParserPolicy": "CORRECTED", "spark.sql.exchange.reuse": "false",
            "spark.sql.parquet.enableVectorizedReader": "false", "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true"}
 _ADOPTED: list[SparkSession] = []
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from framework.errors import ConfigError, EnvironmentProblem
+from framework.ods.avro_refs import inline
 from framework.ods.avro_schema import AvroSchemaError, connect_schema, plain_schema, record_fields
 from framework.ods.envelope import row_columns
 from framework.ods.registry import auth_header
 from framework.project.config import load_project
-from models.config import SchemaRegistryConfig
+from models.registry import SchemaRegistryConfig
 
 # The shape the Avro converters give a Debezium MariaDB envelope: `before` defines the Value
 # record, `after` refers to it by name; optional fields are ["null", T] unions.
@@ -119,3 +120,22 @@ def test_credentials_come_from_the_environment_and_are_never_shown(tmp_path: Pat
     assert auth_header(SchemaRegistryConfig(url="http://r", basic_auth_env="MINE"), {"MINE": "a:b"}) == "Basic " + base64.b64encode(b"a:b").decode()
     with pytest.raises(EnvironmentProblem, match="LAKE_SCHEMA_REGISTRY_BASIC_AUTH is not `user:password`"):
         auth_header(bare, {"LAKE_SCHEMA_REGISTRY_BASIC_AUTH": "no-colon"})
+
+
+def test_referenced_types_are_defined_at_their_first_use() -> None:
+    """A writer schema naming a type kept as another subject (Debezium's `Source`, shared by every
+    table of a connector) becomes one self-contained schema: the definition at the first use, by
+    full name or by a short name in the same namespace, a name at later uses."""
+    source = {"type": "record", "name": "Source", "namespace": "io.debezium.connector.mariadb",
+              "fields": [{"name": "file", "type": "string"}, {"name": "pos", "type": "long"}]}
+    value = {"type": "record", "name": "Envelope", "namespace": "shop.t", "fields": [
+        {"name": "source", "type": "io.debezium.connector.mariadb.Source"},
+        {"name": "again", "type": ["null", "io.debezium.connector.mariadb.Source"], "default": None},
+        {"name": "op", "type": "string"}]}
+    out = json.loads(inline(json.dumps(value), {"io.debezium.connector.mariadb.Source": source}))
+    assert out["fields"][0]["type"] == source and out["fields"][1]["type"] == ["null", "io.debezium.connector.mariadb.Source"]
+    short = {"type": "record", "name": "Envelope", "namespace": "io.debezium.connector.mariadb",
+             "fields": [{"name": "source", "type": {"type": "array", "items": "Source"}}]}
+    assert json.loads(inline(json.dumps(short), {"io.debezium.connector.mariadb.Source": source}))["fields"][0]["type"]["items"] == source
+    assert inline(json.dumps(value), {}) == json.dumps(value)
+    plain_schema(inline(json.dumps(value), {"io.debezium.connector.mariadb.Source": source}))  # parses: every name defined
