@@ -20,14 +20,18 @@ class SchemaRegistryConfig(StrictModel):
     set). They are sent to the registry only, never logged or stored.
     """
 
-    url: str = Field(min_length=1)
-    basic_auth: SecretStr | None = None
-    bearer_token: SecretStr | None = None
-    basic_auth_env: str = "LAKE_SCHEMA_REGISTRY_BASIC_AUTH"
-    bearer_token_env: str = "LAKE_SCHEMA_REGISTRY_BEARER_TOKEN"
+    url: str = Field(min_length=1, description="The registry's base URL: Confluent `http://host:8081`, Apicurio "
+                     "`http://host:8080/apis/ccompat/v7`.")
+    basic_auth: SecretStr | None = Field(default=None, description="`user:password` as `${VAR}`; never the text itself.")
+    bearer_token: SecretStr | None = Field(default=None, description="A bearer token as `${VAR}`; never the text itself.")
+    basic_auth_env: str = Field(default="LAKE_SCHEMA_REGISTRY_BASIC_AUTH", description="The environment variable holding "
+                                "`user:password`, used when set.")
+    bearer_token_env: str = Field(default="LAKE_SCHEMA_REGISTRY_BEARER_TOKEN", description="The environment variable holding "
+                                  "a bearer token, used when set.")
     # Each request to the registry; a registry that does not answer in time fails the run (never
     # a stalled stream), before any table of the micro-batch commits.
-    timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    timeout_seconds: float = Field(default=10.0, gt=0, le=300, description="How long one request to the registry may take; "
+                                   "then the run stops before any table commits.")
 
     @field_validator("url")
     @classmethod
