@@ -5,9 +5,9 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install chromium mariadb jars demo demo-kafka demo-cdc kafka-broker submit-archive test unit lint docs bench clean
+.PHONY: install chromium mariadb postgres jars demo demo-kafka demo-cdc kafka-broker submit-archive test unit lint docs bench clean
 
-install: $(STAMP) jars chromium mariadb
+install: $(STAMP) jars chromium mariadb postgres
 
 # Headless Chromium renders `lake report` in the report test (Debian's package). Installed when
 # missing and running as root; otherwise that test fails under `make test` and skips under plain
@@ -26,6 +26,13 @@ mariadb:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server; }; \
 	  else echo "note: mariadb-server is missing (apt-get install -y mariadb-server as root); the CDC chain test fails under make test"; fi; }
 
+# PostgreSQL (Debian's package) is the database of the PostgreSQL chain test and `make demo-cdc
+# SOURCE=postgres`; the same rules as MariaDB's (lake runs its own server, never the system one).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then { apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }; \
+	  else echo "note: postgresql is missing (apt-get install -y postgresql as root); the PostgreSQL chain test will skip"; fi; }
+
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required: apt-get install -y openjdk-17-jre-headless"; exit 1; }
 	@command -v mvn >/dev/null || { echo "Maven is required to fetch the Hudi bundle and the Kafka jars: apt-get install -y maven"; exit 1; }
@@ -36,7 +43,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # The Hudi bundle, Spark's Kafka connector, the Kafka broker, Kafka Connect and Debezium's MariaDB
-# connector, into .cache/jars (or $LAKE_JAR_CACHE).
+# and PostgreSQL connectors, into .cache/jars (or $LAKE_JAR_CACHE).
 jars: $(STAMP)
 	@$(PY) -m framework.runtime.jars >/dev/null
 
@@ -46,9 +53,11 @@ demo: install
 demo-kafka: install
 	$(VENV)/bin/lake demo --kafka
 
-# The real chain: MariaDB -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/.
+# The real chain: the database -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/.
+# SOURCE=postgres runs it from PostgreSQL.
+SOURCE ?= mariadb
 demo-cdc: install
-	$(VENV)/bin/lake demo --source mariadb
+	$(VENV)/bin/lake demo --source $(SOURCE)
 
 # A single-node Kafka broker on a free loopback port, data in out/kafka, until Ctrl-C.
 kafka-broker: install
@@ -63,7 +72,7 @@ submit-archive: install
 # LAKE_STRICT_SKIPS=1: a test that would skip for a missing install (MariaDB, Chromium, hudi-rs)
 # fails instead, so CI never passes with a broken install (tests/strict_skips.py).
 test: install
-	LAKE_STRICT_SKIPS=1 $(VENV)/bin/pytest -q -p no:cacheprovider --durations=25
+	LAKE_STRICT_SKIPS=1 $(VENV)/bin/pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 unit: install
 	$(VENV)/bin/pytest -q -m "not spark" tests/unit

@@ -28,6 +28,8 @@ class TableBatchResult(BaseModel):
     dead_letter: int = 0
     truncated: int = 0
     replayed: int = 0  # events not newer than their key's tombstone (a replay of a deleted key): dropped
+    tombstones_expired: int = 0  # tombstones removed by this batch: older than ods.tombstone_retention_days
+    expired_refused: int = 0  # replayed events (dead-letter replay) older than an expired tombstone: dead-lettered again
     before_bootstrap: int = 0
     quarantined: int = 0  # rows a `drop` check sent to _quarantine.ods_<name>
     checks: list[CheckOutcome] = Field(default_factory=list)
@@ -70,6 +72,8 @@ class IngestSummary(BaseModel):
                 acc.dead_letter += t.dead_letter
                 acc.truncated += t.truncated
                 acc.replayed += t.replayed
+                acc.tombstones_expired += t.tombstones_expired
+                acc.expired_refused += t.expired_refused
                 acc.before_bootstrap += t.before_bootstrap
                 acc.quarantined += t.quarantined
                 acc.checks = t.checks or acc.checks
@@ -95,6 +99,10 @@ class IngestSummary(BaseModel):
     @property
     def control(self) -> int:
         return sum(b.control for b in self.batches)
+
+    @property
+    def tombstones_expired(self) -> int:
+        return sum(t.tombstones_expired for b in self.batches for t in b.tables.values())
 
     def dead_reasons(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -243,6 +251,8 @@ class RebuildResult(BaseModel):
     events: int = 0  # CDC events written from the replay (upserts and deletes)
     dead_letter: int = 0  # events of the table the replay sent to the dead letter
     rows: int = 0  # the table's rows afterwards
+    rows_before: int | None = None  # the table's rows before (None: there was no readable table)
+    given_up: int = 0  # rows (or, the table gone, Kafka events) the source no longer held: lost by --accept-loss
     ingest: IngestSummary | None = None  # the replay's run
 
 
@@ -270,7 +280,23 @@ class ReplayResult(BaseModel):
     selected: int = 0  # pending events it put back through ingest
     replayed: int = 0  # ... marked replayed (taken, or dropped as older than what the table holds)
     failed_again: int = 0  # ... dead-lettered again (their reason updated, still pending)
+    refused_expired: dict[str, int] = Field(default_factory=dict)  # ODS table -> of those, refused: older than an expired tombstone
+    refused_samples: list[str] = Field(default_factory=list)  # locations of a few refused events
+    allow_expired: bool = False  # --allow-expired-tombstones: nothing refused
     batch: BatchResult | None = None
+
+
+class PurgeResult(BaseModel):
+    """`lake dead-letter purge`: the selected events by kind, and how many went."""
+
+    replayed: int = 0  # selected events a replay already put back (marked replayed)
+    pending: int = 0  # selected events never replayed: purged only with --include-pending
+    include_pending: bool = False
+    purged: int = 0  # deleted (0 in a dry run)
+
+    @property
+    def would_purge(self) -> int:
+        return self.replayed + (self.pending if self.include_pending else 0)
 
 
 class CompactResult(BaseModel):

@@ -1,4 +1,4 @@
-"""A real Spark standalone cluster for the tests: a master and two workers from pyspark's own
+"""A real Spark standalone cluster for the tests: a master and a worker from pyspark's own
 distribution (`bin/spark-class`), on loopback ports, stopped afterwards.
 
 The workers inherit the test's environment, as cluster nodes inherit an instance role: that is
@@ -19,6 +19,9 @@ from pathlib import Path
 import pyspark
 
 from framework.demo.services import die_with_parent, free_port, log_tail
+from framework.table.session import JVM_OPTIONS
+
+C1_ONLY = "-XX:TieredStopAtLevel=1"  # short-lived JVMs on small data: C2 costs more than it saves
 
 
 def _wait_workers(ui: str, n: int, procs: list[tuple[subprocess.Popen[bytes], Path]]) -> None:
@@ -38,10 +41,15 @@ def _wait_workers(ui: str, n: int, procs: list[tuple[subprocess.Popen[bytes], Pa
     raise RuntimeError("the Spark standalone workers did not register:\n" + "\n".join(log_tail(log.read_text()) for _p, log in procs))
 
 
-def running_cluster(work_dir: Path, workers: int = 2) -> Iterator[str]:
-    """Start a master and `workers` workers (1 core, 1536 MiB each); yield the master URL."""
+def running_cluster(work_dir: Path, workers: int = 1) -> Iterator[str]:
+    """Start a master and `workers` workers (2 cores, 2 GiB each); yield the master URL. One worker
+    and one 2-core executor by default: the executor is still another JVM that gets everything
+    through `spark.jars` and the network, and the 2-core test machine starts one JVM less per
+    application (it ran two 1-core workers until the suite outgrew CI)."""
     home = Path(pyspark.__file__).parent
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+    # The master and workers compile with C1 only, like the suite's other short-lived JVMs.
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1",
+           "SPARK_DAEMON_JAVA_OPTS": C1_ONLY}
     port, ui_port = free_port(), free_port()
     url, ui = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
     procs: list[tuple[subprocess.Popen[bytes], Path]] = []
@@ -58,7 +66,7 @@ def running_cluster(work_dir: Path, workers: int = 2) -> Iterator[str]:
         for i in range(workers):
             (work_dir / f"worker{i}").mkdir(parents=True, exist_ok=True)
             start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", str(free_port()),
-                  "--webui-port", str(free_port()), "--cores", "1", "--memory", "1536m", "--work-dir", str(work_dir / f"worker{i}"), url)
+                  "--webui-port", str(free_port()), "--cores", "2", "--memory", "2g", "--work-dir", str(work_dir / f"worker{i}"), url)
         _wait_workers(ui, workers, procs)
         yield url
     finally:
@@ -78,7 +86,9 @@ def cluster_conf(master: str) -> dict[str, str]:
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.executor.memory": "1g",
-        "spark.executor.cores": "1",
+        # Executors live for one test on small data: C1 only (lake's own options kept).
+        "spark.executor.extraJavaOptions": f"{JVM_OPTIONS} {C1_ONLY}",
+        "spark.executor.cores": "2",
         "spark.cores.max": "2",
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "4",

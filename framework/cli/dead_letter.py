@@ -51,15 +51,18 @@ def list_cmd(obj: Ctx, table: str | None, reason: str | None, samples: int, fmt:
 @dead_letter.command("replay")
 @TABLE
 @REASON
+@click.option("--allow-expired-tombstones", "allow_expired", is_flag=True,
+              help="Also replay events older than a delete whose tombstone expired (they may re-insert deleted rows).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def replay_cmd(obj: Ctx, table: str | None, reason: str | None, as_json: bool, lock_timeout: float) -> None:
+def replay_cmd(obj: Ctx, table: str | None, reason: str | None, allow_expired: bool, as_json: bool, lock_timeout: float) -> None:
     """Put pending events back through ingest, in their original order; each is marked replayed."""
     from framework.commands.dead_letter import run_dead_letter_replay
 
-    done = run_dead_letter_replay(project=obj.project(), table=table, reason=reason, lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale)
+    done = run_dead_letter_replay(project=obj.project(), table=table, reason=reason, lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale,
+                                  allow_expired=allow_expired)
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json") for r in done], indent=2))
         return
@@ -70,21 +73,36 @@ def replay_cmd(obj: Ctx, table: str | None, reason: str | None, as_json: bool, l
             was = "finished interrupted replay" if r.resumed else "replay"
             say(obj.console, f"{was} {r.replay_id}: {r.selected} events put back through ingest, {r.replayed} marked replayed, "
                              f"{r.failed_again} dead-lettered again (still pending, with their new reason)")
+        if r.refused_expired:
+            n = sum(r.refused_expired.values())
+            per = ", ".join(f"{t}: {k}" for t, k in sorted(r.refused_expired.items()))
+            say(obj.console, f"  of those, {n} refused ({per}): older than a delete whose tombstone expired "
+                             "(ods.tombstone_retention_days), of keys in neither the table nor its tombstones, so replaying them "
+                             f"could re-insert deleted rows; e.g. {', '.join(r.refused_samples)}. They stay pending: check them in the "
+                             "source, then lake dead-letter replay --allow-expired-tombstones, or purge them "
+                             "(lake dead-letter list --reason 'tombstone expired' lists them)")
 
 
 @dead_letter.command("purge")
 @TABLE
 @REASON
+@click.option("--include-pending", is_flag=True, help="Also delete pending events (never replayed): they are lost.")
 @click.option("--yes", is_flag=True, help="Delete them (without it: only say how many would go).")
+@LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
-def purge_cmd(obj: Ctx, table: str | None, reason: str | None, yes: bool) -> None:
-    """Delete dead-lettered events (pending and replayed) the filters select."""
+def purge_cmd(obj: Ctx, table: str | None, reason: str | None, include_pending: bool, yes: bool, lock_timeout: float) -> None:
+    """Delete replayed dead-lettered events the filters select (pending ones with --include-pending)."""
     from framework.commands.dead_letter import run_dead_letter_purge
 
-    n = run_dead_letter_purge(project=obj.project(), table=table, reason=reason, apply=yes, argv=sys.argv[1:])
+    r = run_dead_letter_purge(project=obj.project(), table=table, reason=reason, apply=yes, include_pending=include_pending,
+                              lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale)
+    kept = "" if include_pending or not r.pending else f"; {r.pending} pending events (never replayed) kept: --include-pending deletes them too"
     if yes:
-        say(obj.console, f"purged {n} events from the dead letter")
+        say(obj.console, f"purged {r.purged} events from the dead letter ({r.replayed} replayed, "
+                         f"{r.pending if include_pending else 0} pending){kept}")
         return
-    say(obj.console, f"{n} events would be purged; rerun with --yes to delete them")
-    sys.exit(1 if n else 0)
+    which = "replayed and pending" if include_pending else "replayed"
+    say(obj.console, f"{r.replayed} replayed and {r.pending} pending events match; {r.would_purge} ({which}) would be purged{kept}; "
+                     "rerun with --yes to delete them")
+    sys.exit(1 if r.would_purge else 0)

@@ -74,12 +74,14 @@ def init(obj: Ctx, directory: Path, name: str | None) -> None:
 @click.option("--path", "dump_path", default=None, type=click.Path(path_type=Path), help="The dump for --bootstrap or --rebuild (Parquet or CSV, file or directory).")
 @click.option("--position", default=None, help="Source position of the dump: mysql-bin.000003:1234, lsn:123456 or an ISO time.")
 @click.option("--format", "dump_format", type=click.Choice(["auto", "parquet", "csv"]), default="auto")
+@click.option("--accept-loss", is_flag=True,
+              help="--rebuild without --path: go on although rows whose last event the source no longer holds will be lost.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
 def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstrap: str | None, rebuild: str | None,
-           dump_path: Path | None, position: str | None, dump_format: str, as_json: bool, lock_timeout: float) -> None:
+           dump_path: Path | None, position: str | None, dump_format: str, accept_loss: bool, as_json: bool, lock_timeout: float) -> None:
     """Ingest CDC events into the ODS Hudi tables (one streaming job for all tables)."""
     from framework.commands.ingest import run_bootstrap_command, run_ingest_command
     from framework.runtime import terminal as report
@@ -89,13 +91,15 @@ def ingest(obj: Ctx, mode: str, tables: str | None, trigger: str | None, bootstr
         from framework.commands.rebuild import run_rebuild_command
 
         rb = run_rebuild_command(project=project, table=rebuild, path=dump_path, position=position, fmt=dump_format,
-                                 lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale)
+                                 lock_timeout=lock_timeout, argv=sys.argv[1:], on_stale=stale, accept_loss=accept_loss)
         dump = f"{rb.dump_rows} from the dump (hand-off position {rb.position or 'none'}), " if rb.dump_rows is not None else ""
+        before = "no readable table" if rb.rows_before is None else f"{rb.rows_before} rows"
+        lost = f" ({rb.given_up} the source no longer held were given up: --accept-loss)" if rb.given_up else ""
         if as_json:
             click.echo(rb.model_dump_json(indent=2))
         else:
-            say(obj.console, f"rebuilt {rb.table}: {rb.rows} rows; {dump}{rb.events} CDC events replayed, {rb.dead_letter} to the "
-                             "dead letter. Models reading it rebuild fully at their next build.")
+            say(obj.console, f"rebuilt {rb.table}: {before} before, {rb.rows} rows after{lost}; {dump}{rb.events} CDC events replayed, "
+                             f"{rb.dead_letter} to the dead letter. Models reading it rebuild fully at their next build.")
         return
     if bootstrap:
         if dump_path is None:
@@ -135,13 +139,13 @@ def sql(obj: Ctx, query: str, fmt: str, limit: int) -> None:
 
 
 @main.command()
-@click.option("--events", type=int, default=None, help="CDC events per table and round, roughly (default 400); with --source mariadb, transactions per round (default 40).")
+@click.option("--events", type=int, default=None, help="CDC events per table and round, roughly (default 400); with --source mariadb|postgres, transactions per round (default 40).")
 @click.option("--seed", default=7, show_default=True)
 @click.option("--fresh/--keep", default=True, show_default=True,
               help="Empty the demo's warehouse and CDC directory first (only what `lake demo` created; each removed path is printed).")
 @click.option("--kafka", is_flag=True, help="Start a local Kafka broker, publish the CDC to it and ingest from Kafka (out/kafka-demo/).")
-@click.option("--source", type=click.Choice(["simulator", "mariadb"]), default="simulator", show_default=True,
-              help="mariadb: the real chain, MariaDB -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/ (--events: transactions per round).")
+@click.option("--source", type=click.Choice(["simulator", "mariadb", "postgres"]), default="simulator", show_default=True,
+              help="mariadb|postgres: the real chain, the database -> Debezium (Kafka Connect) -> Kafka -> lake, in out/cdc-demo/ (--events: transactions per round).")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
@@ -150,14 +154,14 @@ def demo(obj: Ctx, events: int | None, seed: int, fresh: bool, kafka: bool, sour
 
     Runs in its own project, out/demo/ under --project (never the project's warehouse or CDC),
     set up from the project's declarations of the seed tables and the models built from them.
-    With --source mariadb, starts MariaDB, a Kafka broker and Debezium, writes SQL and compares
-    lake's tables with MariaDB's answers (out/cdc-demo/; stops every service it started)."""
-    if source == "mariadb":
+    With --source mariadb|postgres, starts the database, a Kafka broker and Debezium, writes SQL and
+    compares lake's tables with the database's answers (out/cdc-demo/; stops every service it started)."""
+    if source in ("mariadb", "postgres"):
         from framework.demo.chain import run_cdc_demo
 
         if kafka:
-            raise LakeError("--kafka and --source mariadb do not go together", fix="--source mariadb always runs through Kafka; drop --kafka")
-        run_cdc_demo(obj.project(), obj.console, events=40 if events is None else events, seed=seed, lock_timeout=lock_timeout)
+            raise LakeError(f"--kafka and --source {source} do not go together", fix=f"--source {source} always runs through Kafka; drop --kafka")
+        run_cdc_demo(obj.project(), obj.console, events=40 if events is None else events, seed=seed, lock_timeout=lock_timeout, source=source)
         return
     from framework.demo.run import run_demo
 

@@ -7,13 +7,17 @@ from collections.abc import Callable, Sequence
 
 from framework.commands.common import locked, recorded
 from framework.commands.test import BuildTests, stopped_models
+from framework.errors import LakeError
 from framework.observe.observer import Observer
 from framework.project.config import Project
 from framework.runtime.history import settle_models
 from framework.runtime.lock import table_lock
+from framework.runtime.paths import Layout
 from framework.table.session import ensure_storage, spark_session
+from framework.transform.evaluate import noop_result
 from framework.transform.options import BuildOptions
-from framework.transform.runner import Selection, build
+from framework.transform.plan import ModelPlan
+from framework.transform.runner import Selection, build, plan
 from models.records import LockHolder, ModelResult, RunRecord
 from models.unit_test import UnitTestResult
 
@@ -35,6 +39,10 @@ def run_build(*, project: Project, selection: Selection, incremental: bool, lock
             return rec
     tests = BuildTests.prepare(project, selection, enabled=unit_tests, rerun=rerun_tests)
     with locked(project, [table_lock(n) for n in selection.chosen], lock_timeout, argv, on_stale):
+        plain = options is None or (options.restate is None and not options.forward_only)
+        unchanged = nothing_new(project, selection, options) if incremental and plain and not tests.cases else None
+        if unchanged is not None:  # every model is up to date: said from the timeline files, no JVM
+            return _unchanged(project, unchanged, argv, tests.kept, on_start, on_result, on_tests)
         tests.before_spark()
         spark = spark_session(project)
         obs = Observer(project)
@@ -46,4 +54,37 @@ def run_build(*, project: Project, selection: Selection, incremental: bool, lock
                             on_result=obs.on_result(rec, on_result),
                             run_id=rec.run_id, loaded=selection, stopped=stopped_models(tested), options=options)
             settle_models(rec, results)
+    return rec
+
+
+def nothing_new(project: Project, selection: Selection, options: BuildOptions | None = None) -> list[ModelPlan] | None:
+    """The plans of an incremental build of `selection` in which every model is a noop (no
+    upstream commit since its checkpoint), read from the tables' timeline files without a JVM;
+    None when any model would build, planning fails (the build then says why) or the warehouse
+    is not local (its file system lives in the JVM)."""
+    if not project.warehouse.is_local:
+        return None
+    try:
+        plans = plan(None, project, list(selection.chosen), [], True, loaded=selection, allow_full=bool(options and options.allow_full))
+    except LakeError:
+        return None
+    return [p for p, _ in plans] if all(p.mode == "noop" for p, _ in plans) else None
+
+
+def _unchanged(project: Project, plans: list[ModelPlan], argv: Sequence[str], kept: list[UnitTestResult],
+               on_start: Callable[[str], None] | None, on_result: Callable[[ModelResult], None] | None,
+               on_tests: Callable[[list[UnitTestResult]], None] | None) -> RunRecord:
+    """The run record of a build with nothing to do: each model's noop result, in build order."""
+    obs = Observer(project)
+    layout = Layout(project.warehouse)
+    with recorded(project, "build", argv, obs) as rec:
+        if kept and on_tests:
+            on_tests(list(kept))
+        start, done = obs.on_start(rec, on_start), obs.on_result(rec, on_result)
+        results = []
+        for p in plans:
+            start(p.model.name)
+            results.append(noop_result(layout, p))
+            done(results[-1])
+        settle_models(rec, results)
     return rec

@@ -16,7 +16,8 @@ from models.records import LockHolder, RebuildResult
 
 
 def run_rebuild_command(*, project: Project, table: str, path: Path | None, position: str | None, fmt: str, lock_timeout: float,
-                        argv: Sequence[str], on_stale: Callable[[str, LockHolder], None] | None = None) -> RebuildResult:
+                        argv: Sequence[str], on_stale: Callable[[str, LockHolder], None] | None = None,
+                        accept_loss: bool = False) -> RebuildResult:
     t = project.ods_table(table)
     if position and path is None:
         raise LakeError("--position is the position of a dump: it needs --path DUMP",
@@ -24,6 +25,6 @@ def run_rebuild_command(*, project: Project, table: str, path: Path | None, posi
     with locked(project, [table_lock(t.qualified_name)], lock_timeout, argv, on_stale):
         spark = spark_session(project)
         with recorded(project, "ingest", argv) as rec:
-            res = rebuild(spark, project, t, dump=path, position=position, fmt=fmt, run_id=rec.run_id)
+            res = rebuild(spark, project, t, dump=path, position=position, fmt=fmt, run_id=rec.run_id, accept_loss=accept_loss)
             rec.ingest = res.ingest
     return res

@@ -14,22 +14,18 @@ The broker logs to `work_dir/logs/server.log` (never the terminal); its stdout/s
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
 import os
 import signal
-import socket
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
+from framework.demo.services import Service, free_port, log_tail, port_open
 from framework.errors import EnvironmentProblem
 from framework.runtime.jars import KAFKA_VERSION, java_executable, kafka_broker_classpath
 
@@ -80,8 +76,11 @@ def _bytes(x: Payload) -> bytes | None:
     return x.encode() if isinstance(x, str) else x
 
 
-class KafkaBroker:
+class KafkaBroker(Service):
     """One Kafka broker+controller process; a context manager. See the module docstring."""
+
+    name = "the Kafka broker"
+    fix = "check the log; a port clash or a slow machine may need a retry or a longer start_timeout"
 
     def __init__(
         self,
@@ -93,16 +92,13 @@ class KafkaBroker:
         stop_timeout: float = 20.0,
         extra_properties: dict[str, str] | None = None,
     ) -> None:
-        self.work_dir = Path(work_dir).resolve()
+        super().__init__(work_dir, start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.num_partitions = num_partitions
         self.heap = heap
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
         self.extra_properties = dict(extra_properties or {})
         self.port = 0
         self.controller_port = 0
-        self.process: subprocess.Popen[bytes] | None = None
-        self.startup_seconds: float | None = None
+        self._admin: Any = None
 
     # -- paths -----------------------------------------------------------------------------
     @property
@@ -110,14 +106,17 @@ class KafkaBroker:
         return self.work_dir / "logs" / "server.log"
 
     @property
+    def out_file(self) -> Path:
+        return self.work_dir / "logs" / "kafka.out"
+
+    def log_files(self) -> list[Path]:
+        return [self.log_file, self.out_file]
+
+    @property
     def bootstrap_servers(self) -> str:
         if not self.port:
             raise RuntimeError("the Kafka broker is not started")
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
 
     def properties(self) -> dict[str, str]:
         props = {
@@ -149,18 +148,6 @@ class KafkaBroker:
         return props
 
     # -- lifecycle -------------------------------------------------------------------------
-    def __enter__(self) -> KafkaBroker:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def _java(self, classpath: list[Path], *args: str, heap: str) -> list[str]:
         return [
             java_executable(),
@@ -175,24 +162,21 @@ class KafkaBroker:
             *args,
         ]
 
-    def start(self) -> None:
-        """Format storage, start the JVM, and return once the broker answers metadata requests."""
-        if self.process is not None:
-            raise RuntimeError("the Kafka broker is already started")
-        began = time.monotonic()
-        classpath = kafka_broker_classpath()
-        (self.work_dir / "logs").mkdir(parents=True, exist_ok=True)
+    def prepare(self) -> None:
+        """Pick the ports, write the configuration and format the storage."""
+        self._classpath = kafka_broker_classpath()
+        self._admin = None
         self.port = free_port()
         self.controller_port = free_port()
         while self.controller_port == self.port:
             self.controller_port = free_port()
-        props_file = self.work_dir / "server.properties"
-        props_file.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        self._props_file = self.work_dir / "server.properties"
+        self._props_file.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         (self.work_dir / "log4j.properties").write_text(_LOG4J.format(log=self.log_file))
 
         fmt = subprocess.run(
-            self._java(classpath, "kafka.tools.StorageTool", "format", "--ignore-formatted",
-                       "-t", _cluster_id(self.work_dir / "data"), "-c", str(props_file), heap="256m"),
+            self._java(self._classpath, "kafka.tools.StorageTool", "format", "--ignore-formatted",
+                       "-t", _cluster_id(self.work_dir / "data"), "-c", str(self._props_file), heap="256m"),
             capture_output=True, text=True, timeout=self.start_timeout,
         )  # fmt: skip
         if fmt.returncode != 0:
@@ -202,67 +186,19 @@ class KafkaBroker:
                 fix="the line above names the cause; the jars come from `make install`, Java 17 must be installed",
             )
 
-        main_thread = threading.current_thread() is threading.main_thread()
-        with open(self.work_dir / "logs" / "kafka.out", "ab") as out:
-            self.process = subprocess.Popen(
-                self._java(classpath, "kafka.Kafka", str(props_file), heap=self.heap),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                # The death signal fires when the forking *thread* exits, so only from the main one.
-                preexec_fn=die_with_parent if main_thread else None,
-            )
-        atexit.register(self.stop)
+    def command(self) -> list[str]:
+        return self._java(self._classpath, "kafka.Kafka", str(self._props_file), heap=self.heap)
+
+    def ready(self) -> bool:
+        """The broker answers a metadata request (after its port accepts connections)."""
+        if self._admin is None:
+            if not port_open(self.port):
+                return False
+            self._admin = self.admin()
         try:
-            self._wait_ready(began)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
-
-    def _wait_ready(self, began: float) -> None:
-        deadline = began + self.start_timeout
-        admin = None
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                self._fail(
-                    f"the Kafka broker exited with code {self.process.returncode} while starting"
-                )
-            if admin is None:
-                with socket.socket() as s:
-                    s.settimeout(1)
-                    if s.connect_ex(("127.0.0.1", self.port)) != 0:
-                        time.sleep(0.2)
-                        continue
-                admin = self.admin()
-            try:
-                meta = admin.list_topics(timeout=2)
-                if meta.brokers:
-                    return
-            except Exception:  # KafkaException while the broker finishes starting
-                time.sleep(0.2)
-        self._fail(
-            f"the Kafka broker did not answer on {self.bootstrap_servers} within {self.start_timeout:.0f}s"
-        )
-
-    def _fail(self, what: str) -> None:
-        log = self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
-        out = self.work_dir / "logs" / "kafka.out"
-        log += out.read_text(errors="replace") if out.exists() else ""
-        raise EnvironmentProblem(
-            f"{what}; last lines of its log ({self.log_file}):\n{log_tail(log, 20)}",
-            fix="check the log; a port clash or a slow machine may need a retry or a longer start_timeout",
-        )
-
-    def stop(self) -> None:
-        """Stop the broker: SIGTERM (controlled shutdown), SIGKILL after stop_timeout. Idempotent."""
-        proc = self.process
-        if proc is None:
-            return
-        atexit.unregister(self.stop)
-        stop_process(proc, self.stop_timeout)
-        self.process = None
+            return bool(self._admin.list_topics(timeout=2).brokers)
+        except Exception:  # KafkaException while the broker finishes starting
+            return False
 
     # -- client helpers ----------------------------------------------------------------------
     def admin(self) -> Any:

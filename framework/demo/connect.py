@@ -1,54 +1,58 @@
-"""Kafka Connect standalone running Debezium's MariaDB connector against a MariaDB, on loopback.
+"""Kafka Connect (standalone) running Debezium connectors against real databases, on loopback.
 
-For tests and `lake demo --source mariadb`, never for production. The jars come from
-framework.runtime.jars (`make install` fetches them); the connector is a Connect plugin in its own
-directory. Source offsets are a file in `work_dir`, the schema history a topic on the broker:
+For tests and `lake demo --source mariadb|postgres`, never for production. The jars come from
+framework.runtime.jars (`make install` fetches them); every Debezium connector is a Connect plugin
+in its own directory. One worker serves any number of connectors, added and removed over its REST
+API, so a test session starts one JVM for all of them:
 
-    with DebeziumConnect(work_dir, broker.bootstrap_servers, db, prefix="chain", databases=["shop"]) as connect:
-        connect.wait_caught_up()       # every transaction committed so far is in Kafka
+    with ConnectWorker(work_dir, broker.bootstrap_servers) as worker:
+        with worker.connector(db, prefix="chain", databases=["shop"]) as connector:
+            connector.wait_caught_up()     # every transaction committed so far is in Kafka
 
-The settings are the ones a user of lake would give Debezium (docs/guides/debezium.md):
-JsonConverter with schemas, `decimal.handling.mode=precise`, the default `time.precision.mode`,
-heartbeats, transaction metadata and truncate events on, so that lake meets every kind of message
-the connector writes. `flavor="mysql"` runs Debezium's MySQL connector instead (framework.runtime.jars).
-Connect logs to `work_dir/logs/connect.log`. `stop()` (also run at exit) sends SIGTERM, then
-SIGKILL, and reaps it.
+`db` is a :class:`CaptureSource` (framework.demo.mariadb.MariaDB, framework.demo.postgres.Postgres):
+it gives the connector's settings and says when its offset has reached the database's position.
+The settings are the ones a user of lake would give Debezium (docs/guides/real-database.md):
+JsonConverter with schemas, `decimal.handling.mode=precise`, heartbeats, transaction metadata and
+truncate events on, so that lake meets every kind of message the connector writes. A connector's
+own `key.converter`/`value.converter` settings (`extra=`) override the worker's JSON ones.
+`DebeziumConnect` is a worker with one connector, for scripts that need just that.
+Connect logs to `work_dir/logs/connect.log`.
 """
 
 from __future__ import annotations
 
-import atexit
+import contextlib
 import json
 import os
-import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
-from framework.demo.mariadb import PASSWORD, USER, MariaDB
-from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
+from framework.demo.services import Service, free_port
 from framework.errors import EnvironmentProblem
 from framework.runtime.jars import (
+    CONNECT_VERSION,
     DEBEZIUM,
     debezium_plugin,
     java_executable,
     kafka_connect_classpath,
 )
 
-CONNECTOR = "lake-cdc"
 HEARTBEAT_PREFIX = "__debezium-heartbeat"
-# A database outside every connector's include list: wait_caught_up writes to it (see there).
-PING_DB = "lake_chain_ping"
-_CLASSES = {
-    "mariadb": {"connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
-                # 2.7.0 hands its default ("preferred") to MariaDB's JDBC driver, which rejects it.
-                "database.ssl.mode": "disabled"},
-    "mysql": {"connector.class": "io.debezium.connector.mysql.MySqlConnector"},
+# Debezium settings every connector of the chain runs with (framework/demo/<db>.py add theirs).
+COMMON = {
+    "tasks.max": "1",
+    "snapshot.mode": "initial",
+    "decimal.handling.mode": "precise",
+    "time.precision.mode": "adaptive_time_microseconds",
+    "provide.transaction.metadata": "true",
+    "tombstones.on.delete": "true",
+    "skipped.operations": "none",  # the default skips truncates ("t")
+    "max.batch.size": "2048",
+    "poll.interval.ms": "100",
 }
 
 _LOG4J = """\
@@ -62,59 +66,53 @@ log4j.logger.org.reflections=ERROR
 """
 
 
-def connector_config(db: MariaDB, servers: str, prefix: str, databases: Sequence[str], *, flavor: str = "mariadb",
-                     server_id: int = 5401, heartbeat_ms: int = 1000) -> dict[str, str]:
-    """The Debezium connector's settings for `db` (see the module docstring)."""
-    return {
-        "name": CONNECTOR,
-        **_CLASSES[flavor],
-        "tasks.max": "1",
-        "database.hostname": "127.0.0.1",
-        "database.port": str(db.port),
-        "database.user": USER,
-        "database.password": PASSWORD,
-        "database.server.id": str(server_id),  # a replica id: not the server's own (1), one per connector
-        "database.include.list": ",".join(databases),
-        "topic.prefix": prefix,
-        "schema.history.internal.kafka.bootstrap.servers": servers,
-        "schema.history.internal.kafka.topic": f"{prefix}.schema-history",
-        "include.schema.changes": "true",
-        "snapshot.mode": "initial",
-        "decimal.handling.mode": "precise",
-        "time.precision.mode": "adaptive_time_microseconds",
-        "heartbeat.interval.ms": str(heartbeat_ms),
-        "provide.transaction.metadata": "true",
-        "tombstones.on.delete": "true",
-        "skipped.operations": "none",  # the default skips truncates ("t")
-        "max.batch.size": "2048",
-        "poll.interval.ms": "100",
-    }
+class CaptureSource(Protocol):
+    """A database a Debezium connector captures (framework/demo/mariadb.py, postgres.py)."""
+
+    flavor: str  # the Debezium plugin: a key of framework.runtime.jars.DEBEZIUM
+
+    def connector_config(self, name: str, prefix: str, databases: Sequence[str], servers: str, heartbeat_ms: int) -> dict[str, str]: ...
+
+    def capture_target(self) -> Any:
+        """The database's current log position; `reached` compares an offset with it."""
+
+    def reached(self, offset: Mapping[str, Any], target: Any) -> bool: ...
+
+    def ping(self) -> None:
+        """A write outside every captured table, so an idle connector still advances its offset."""
+
+    def forget(self, name: str) -> None:
+        """Drop what a removed connector left in the database (a replication slot)."""
 
 
-class DebeziumConnect:
-    """One Kafka Connect standalone worker with one Debezium connector; a context manager."""
+class ConnectWorker(Service):
+    """One Kafka Connect standalone worker with every Debezium plugin; connectors come and go."""
 
-    def __init__(self, work_dir: Path | str, bootstrap_servers: str, db: MariaDB, *, prefix: str, databases: Sequence[str],
-                 flavor: str = "mariadb", server_id: int = 5401, heap: str = "384m", start_timeout: float = 120.0,
-                 stop_timeout: float = 20.0, heartbeat_ms: int = 1000) -> None:
-        self.work_dir = Path(work_dir).resolve()
+    name = "Kafka Connect"
+    fix = "check the log; the jars come from `make install`, Java 17 must be installed"
+
+    def __init__(self, work_dir: Path | str, bootstrap_servers: str, *, plugins: Mapping[str, Path] | None = None,
+                 worker: Mapping[str, str] | None = None, heap: str = "512m", start_timeout: float = 120.0,
+                 stop_timeout: float = 20.0) -> None:
+        super().__init__(work_dir, start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.bootstrap_servers = bootstrap_servers
-        self.db = db
-        self.prefix = prefix
-        self.databases = list(databases)
-        self.flavor = flavor
-        self.server_id = server_id
+        self.plugins = dict(plugins or {})  # more plugin directories by name (a converter, ...)
+        self.extra = dict(worker or {})  # worker properties over ours
         self.heap = heap
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.heartbeat_ms = heartbeat_ms
         self.rest_port = 0
-        self.process: subprocess.Popen[bytes] | None = None
-        self.startup_seconds: float | None = None
+        self._names = 0
+        self.poll_seconds = 0.5
 
     @property
     def log_file(self) -> Path:
         return self.work_dir / "logs" / "connect.log"
+
+    @property
+    def out_file(self) -> Path:
+        return self.work_dir / "logs" / "connect.out"
+
+    def log_files(self) -> list[Path]:
+        return [self.log_file, self.out_file]
 
     @property
     def rest(self) -> str:
@@ -133,135 +131,180 @@ class DebeziumConnect:
             "plugin.path": str(self.work_dir / "plugins"),
             "listeners": f"http://127.0.0.1:{self.rest_port}",
             "task.shutdown.graceful.timeout.ms": "5000",
+            **self.extra,
         }
 
-    def __enter__(self) -> DebeziumConnect:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
-
-    def _files(self) -> tuple[Path, Path]:
-        (self.work_dir / "logs").mkdir(parents=True, exist_ok=True)
-        plugins = self.work_dir / "plugins"
-        plugins.mkdir(exist_ok=True)
-        link = plugins / self.flavor
-        if not link.exists():
-            # plugin.path names a directory of plugins; each subdirectory is one, loaded on its own.
-            link.symlink_to(debezium_plugin(self.flavor), target_is_directory=True)
-        worker = self.work_dir / "worker.properties"
-        worker.write_text("".join(f"{k}={v}\n" for k, v in self.worker_properties().items()))
-        connector = self.work_dir / "connector.properties"
-        cfg = connector_config(self.db, self.bootstrap_servers, self.prefix, self.databases, flavor=self.flavor,
-                               server_id=self.server_id, heartbeat_ms=self.heartbeat_ms)
-        connector.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
-        (self.work_dir / "log4j.properties").write_text(_LOG4J.format(log=self.log_file))
-        return worker, connector
-
-    def start(self) -> None:
-        """Start the worker with the connector; return once its task runs."""
-        if self.process is not None:
-            raise RuntimeError("Kafka Connect is already started")
-        began = time.monotonic()
-        classpath = kafka_connect_classpath()
+    def prepare(self) -> None:
+        self._classpath = kafka_connect_classpath()
         self.rest_port = free_port()
-        worker, connector = self._files()
-        cmd = [
+        plugins = self.work_dir / "plugins"
+        plugins.mkdir(parents=True, exist_ok=True)
+        # plugin.path names a directory of plugins; each subdirectory is one, loaded on its own.
+        for name, target in {**{f: debezium_plugin(f) for f in ("mariadb", "postgres")}, **self.plugins}.items():
+            link = plugins / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(target, target_is_directory=True)
+        self._worker_file = self.work_dir / "worker.properties"
+        self._worker_file.write_text("".join(f"{k}={v}\n" for k, v in self.worker_properties().items()))
+        (self.work_dir / "log4j.properties").write_text(_LOG4J.format(log=self.log_file))
+
+    def command(self) -> list[str]:
+        return [
             java_executable(), f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
             f"-Dlog4j.configuration=file:{self.work_dir / 'log4j.properties'}",
-            "-cp", os.pathsep.join(str(p) for p in classpath),
-            "org.apache.kafka.connect.cli.ConnectStandalone", str(worker), str(connector),
+            "-cp", os.pathsep.join(str(p) for p in self._classpath),
+            "org.apache.kafka.connect.cli.ConnectStandalone", str(self._worker_file),
         ]  # fmt: skip
-        main_thread = threading.current_thread() is threading.main_thread()
-        with open(self.work_dir / "logs" / "connect.out", "ab") as out:
-            self.process = subprocess.Popen(cmd, cwd=self.work_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            preexec_fn=die_with_parent if main_thread else None)
-        atexit.register(self.stop)
-        try:
-            self._wait_running(began)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
 
-    def _get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.rest + path, timeout=5) as r:
-            return json.loads(r.read())
+    def ready(self) -> bool:
+        try:
+            return bool(self.request("GET", "/").get("version"))
+        except (OSError, urllib.error.URLError, ValueError):
+            return False
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Connect's REST API: the JSON answer (None when empty)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.rest + path, data=data, method=method, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read()
+        return json.loads(text) if text else None
+
+    @contextlib.contextmanager
+    def connector(self, db: CaptureSource, *, prefix: str, databases: Sequence[str], heartbeat_ms: int = 1000,
+                  extra: Mapping[str, str] | None = None, timeout: float = 120.0) -> Iterator[Connector]:
+        """A Debezium connector capturing `databases` of `db` into topics `<prefix>.…`, running
+        when entered and removed afterwards. `extra`: connector settings over the chain's."""
+        self._names += 1
+        name = f"lake-{prefix}-{self._names}"
+        config = {"name": name, **db.connector_config(name, prefix, databases, self.bootstrap_servers, heartbeat_ms), **(extra or {})}
+        c = Connector(self, db, name, config)
+        c.create(timeout)
+        try:
+            yield c
+        finally:
+            c.remove()
+
+    def __repr__(self) -> str:
+        state = f"pid {self.pid}, REST {self.rest}" if self.process else "stopped"
+        return f"ConnectWorker(Kafka Connect {CONNECT_VERSION}, {state}, {self.work_dir})"
+
+
+class Connector:
+    """One connector of a :class:`ConnectWorker`; made by `ConnectWorker.connector`."""
+
+    def __init__(self, worker: ConnectWorker, db: CaptureSource, name: str, config: dict[str, str]) -> None:
+        self.worker, self.db, self.name, self.config = worker, db, name, config
+
+    @property
+    def log_file(self) -> Path:
+        return self.worker.log_file
+
+    @property
+    def rest(self) -> str:
+        return self.worker.rest
+
+    def create(self, timeout: float) -> None:
+        """Add the connector and return once its task runs."""
+        try:
+            self.worker.request("PUT", f"/connectors/{self.name}/config", self.config)
+        except urllib.error.HTTPError as e:
+            self.worker.fail(f"Kafka Connect refused connector {self.name}: {e.read().decode(errors='replace')[:500]}")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self._checked_status()
+            tasks = st.get("tasks") or []
+            if tasks and all(t.get("state") == "RUNNING" for t in tasks):
+                return
+            time.sleep(0.3)
+        self.worker.fail(f"the Debezium connector {self.name} was not running within {timeout:.0f}s")
 
     def status(self) -> dict[str, Any]:
         """The connector's status from Connect's REST API (`connector.state`, `tasks[].state`)."""
-        return dict(self._get(f"/connectors/{CONNECTOR}/status"))
+        try:
+            return dict(self.worker.request("GET", f"/connectors/{self.name}/status"))
+        except urllib.error.HTTPError as e:
+            if e.code == 404:  # not created yet
+                return {}
+            raise
 
-    def _wait_running(self, began: float) -> None:
-        deadline = began + self.start_timeout
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                self._fail(f"Kafka Connect exited with code {self.process.returncode} while starting")
-            try:
-                st = self.status()
-            except (OSError, urllib.error.URLError, ValueError):
-                time.sleep(0.5)
-                continue
-            tasks = st.get("tasks") or []
-            if any(t.get("state") == "FAILED" for t in tasks) or st.get("connector", {}).get("state") == "FAILED":
-                trace = next((t.get("trace", "") for t in tasks if t.get("trace")), "")
-                self._fail(f"the Debezium connector failed: {trace.splitlines()[0] if trace else st}")
-            if tasks and all(t.get("state") == "RUNNING" for t in tasks):
-                return
-            time.sleep(0.5)
-        self._fail(f"the Debezium connector was not running within {self.start_timeout:.0f}s")
-
-    def _fail(self, what: str) -> None:
-        log = self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
-        raise EnvironmentProblem(f"{what}; last lines of {self.log_file}:\n{log_tail(log, 20)}",
-                                 fix="check the log; the jars come from `make install`, Java 17 must be installed")
+    def _checked_status(self) -> dict[str, Any]:
+        self.worker.check_alive()
+        st = self.status()
+        tasks = st.get("tasks") or []
+        if any(t.get("state") == "FAILED" for t in tasks) or st.get("connector", {}).get("state") == "FAILED":
+            trace = next((t.get("trace", "") for t in tasks if t.get("trace")), "") or st.get("connector", {}).get("trace", "")
+            self.worker.fail(f"the Debezium connector {self.name} failed: {trace.splitlines()[0] if trace else st}")
+        return st
 
     def offset(self) -> dict[str, Any]:
-        """The connector's committed source offset (binlog file, pos, ...; Connect's REST API)."""
-        offsets = self._get(f"/connectors/{CONNECTOR}/offsets").get("offsets") or []
+        """The connector's committed source offset (binlog file and pos, LSN, ...)."""
+        offsets = self.worker.request("GET", f"/connectors/{self.name}/offsets").get("offsets") or []
         return dict(offsets[0]["offset"]) if offsets else {}
 
     def wait_caught_up(self, timeout: float = 120.0) -> float:
-        """Wait until the connector's committed offset reaches the server's current binlog position,
-        so every transaction committed before the call is in Kafka. Returns the seconds waited.
+        """Wait until the connector's committed offset reaches the database's position at the call,
+        so every transaction committed before it is in Kafka. Returns the seconds waited.
 
         Connect commits a source offset only after the broker acknowledged the records before it,
-        so `offset >= position` means the transactions are published. The offset of the last
-        change is its transaction's start; a heartbeat carries the position after it, but Debezium
-        sends heartbeats only while binlog events arrive (an idle server sends one every ~30 s).
-        So while waiting, a transaction on a database no connector captures keeps events coming."""
-        self.db.execute([f"CREATE DATABASE IF NOT EXISTS {PING_DB}",
-                         f"CREATE TABLE IF NOT EXISTS {PING_DB}.ping (id INT PRIMARY KEY, at DATETIME(6))"])
-        _cols, rows = self.db.query("SHOW MASTER STATUS")
-        target = (str(rows[0][0]), int(rows[0][1]))
+        so an offset at or past the position means the transactions are published. The offset of
+        the last change is its transaction's start; heartbeats carry later positions, but only
+        while the log moves, so while waiting, writes outside the captured tables keep it moving."""
+        target = self.db.capture_target()
         began = time.monotonic()
         while time.monotonic() - began < timeout:
-            self.db.execute(f"REPLACE INTO {PING_DB}.ping VALUES (1, NOW(6))")
-            assert self.process is not None
-            if self.process.poll() is not None:
-                self._fail(f"Kafka Connect exited with code {self.process.returncode}")
-            st = self.status()
-            if any(t.get("state") == "FAILED" for t in st.get("tasks") or []):
-                self._fail("the Debezium connector task failed")
+            self.db.ping()
+            self._checked_status()
             off = self.offset()
-            if "file" in off and (str(off["file"]), int(off.get("pos", 0))) >= target and not off.get("snapshot"):
+            if off and not off.get("snapshot") and self.db.reached(off, target):
                 return time.monotonic() - began
             time.sleep(0.3)
-        self._fail(f"the Debezium connector did not reach binlog position {target[0]}:{target[1]} within {timeout:.0f}s "
-                   f"(offset {self.offset()})")
-        return 0.0  # not reached: _fail raises
+        raise EnvironmentProblem(f"the Debezium connector {self.name} did not reach position {target} within {timeout:.0f}s "
+                                 f"(offset {self.offset()})", fix=f"check {self.worker.log_file}")
 
-    def stop(self) -> None:
-        """Stop the worker: SIGTERM, SIGKILL after stop_timeout. Idempotent."""
-        proc = self.process
-        if proc is None:
-            return
-        atexit.unregister(self.stop)
-        stop_process(proc, self.stop_timeout)
-        self.process = None
+    def remove(self) -> None:
+        """Delete the connector (its task stops) and what it left in the database."""
+        if self.worker.running:
+            with contextlib.suppress(urllib.error.HTTPError, OSError):
+                self.worker.request("DELETE", f"/connectors/{self.name}")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and self.status():
+                time.sleep(0.2)
+        self.db.forget(self.name)
+
+
+class DebeziumConnect:
+    """A worker with one connector, started and stopped together (benchmarks, one-off scripts)."""
+
+    def __init__(self, work_dir: Path | str, bootstrap_servers: str, db: CaptureSource, *, prefix: str,
+                 databases: Sequence[str], heartbeat_ms: int = 1000) -> None:
+        self.worker = ConnectWorker(work_dir, bootstrap_servers)
+        self._args = (db, prefix, list(databases), heartbeat_ms)
+        self._stack = contextlib.ExitStack()
+        self.connector: Connector | None = None
+        self.startup_seconds: float | None = None
+
+    @property
+    def rest(self) -> str:
+        return self.worker.rest
+
+    def __enter__(self) -> DebeziumConnect:
+        began = time.monotonic()
+        db, prefix, databases, heartbeat_ms = self._args
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self.worker)
+            self.connector = stack.enter_context(self.worker.connector(db, prefix=prefix, databases=databases, heartbeat_ms=heartbeat_ms))
+            self._stack = stack.pop_all()
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def wait_caught_up(self, timeout: float = 120.0) -> float:
+        assert self.connector is not None, "DebeziumConnect is not started"
+        return self.connector.wait_caught_up(timeout)
 
     def __repr__(self) -> str:
-        state = f"pid {self.process.pid}, REST {self.rest}" if self.process else "stopped"
-        return f"DebeziumConnect({DEBEZIUM[self.flavor]}, {state}, {self.work_dir})"
+        return f"DebeziumConnect({', '.join(DEBEZIUM.values())}, {self.worker!r})"

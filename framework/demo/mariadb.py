@@ -16,20 +16,19 @@ sends SIGTERM (a clean shutdown), then SIGKILL, and reaps it.
 
 from __future__ import annotations
 
-import atexit
 import shutil
 import subprocess
-import threading
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from framework.demo.services import die_with_parent, free_port, log_tail, stop_process
+from framework.demo.connect import COMMON
+from framework.demo.services import Service, free_port, log_tail
 from framework.errors import EnvironmentProblem
 
 USER, PASSWORD = "lake", "lake-cdc"  # a loopback-only server that lives as long as a test
+# A database outside every connector's include list: wait_caught_up writes to it (connect.py).
+PING_DB = "lake_chain_ping"
 # SQL text, or text with %s placeholders and their values (PyMySQL quotes them).
 Statement = str | tuple[str, tuple[Any, ...]]
 
@@ -54,16 +53,16 @@ def _client() -> Any:
     return pymysql
 
 
-class MariaDB:
+class MariaDB(Service):
     """One mariadbd process with its own datadir; a context manager. See the module docstring."""
 
+    name = "mariadbd"
+    flavor = "mariadb"
+
     def __init__(self, work_dir: Path | str, *, start_timeout: float = 60.0, stop_timeout: float = 30.0) -> None:
-        self.work_dir = Path(work_dir).resolve()
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
+        super().__init__(work_dir, start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
-        self.startup_seconds: float | None = None
+        self._replicas = 0  # connectors made: each reads the binlog as its own replica id
 
     @property
     def socket(self) -> Path:
@@ -72,6 +71,13 @@ class MariaDB:
     @property
     def log_file(self) -> Path:
         return self.work_dir / "logs" / "error.log"
+
+    @property
+    def out_file(self) -> Path:
+        return self.work_dir / "logs" / "mariadbd.out"
+
+    def log_files(self) -> list[Path]:
+        return [self.log_file, self.out_file]
 
     @property
     def datadir(self) -> Path:
@@ -91,39 +97,29 @@ class MariaDB:
             "--max-connections=50", f"--tmpdir={self.work_dir / 'tmp'}",
         ]  # fmt: skip
 
-    def __enter__(self) -> MariaDB:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        """Create the datadir (first start), start mariadbd, create the `lake` user; return when ready."""
-        if self.process is not None:
-            raise RuntimeError("MariaDB is already started")
-        began = time.monotonic()
-        mariadbd, install_db = executables()
+    def prepare(self) -> None:
+        """Create the datadir (first start) and pick the port."""
+        self._mariadbd, install_db = executables()
         for sub in ("logs", "binlog", "tmp"):
             (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
         if not (self.datadir / "mysql").is_dir():
             self._install(install_db)
         self.port = free_port()
-        main_thread = threading.current_thread() is threading.main_thread()
-        with open(self.work_dir / "logs" / "mariadbd.out", "ab") as out:
-            self.process = subprocess.Popen(
-                [mariadbd, *self.options()], cwd=self.work_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                # The death signal fires when the forking *thread* exits, so only from the main one.
-                preexec_fn=die_with_parent if main_thread else None,
-            )  # fmt: skip
-        atexit.register(self.stop)
+
+    def command(self) -> list[str]:
+        return [self._mariadbd, *self.options()]
+
+    def ready(self) -> bool:
+        if not self.socket.exists():
+            return False
         try:
-            self._wait_ready(began)
-            self._create_user()
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
+            self._root().close()
+            return True
+        except Exception:  # OperationalError while the server finishes starting
+            return False
+
+    def after_ready(self) -> None:
+        self._create_user()
 
     def _install(self, install_db: str) -> None:
         proc = subprocess.run(
@@ -134,27 +130,6 @@ class MariaDB:
         if proc.returncode != 0:
             raise EnvironmentProblem(f"mariadb-install-db failed in {self.datadir}:\n{log_tail(proc.stdout + proc.stderr, 15)}",
                                      fix="check that mariadb-server is installed completely (apt-get install --reinstall mariadb-server)")
-
-    def _wait_ready(self, began: float) -> None:
-        deadline = began + self.start_timeout
-        last = ""
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                self._fail(f"mariadbd exited with code {self.process.returncode} while starting")
-            if self.socket.exists():
-                try:
-                    self._root().close()
-                    return
-                except Exception as e:  # OperationalError while the server finishes starting
-                    last = str(e)
-            time.sleep(0.2)
-        self._fail(f"mariadbd did not answer on {self.socket} within {self.start_timeout:.0f}s ({last})")
-
-    def _fail(self, what: str) -> None:
-        log = self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
-        raise EnvironmentProblem(f"{what}; last lines of {self.log_file}:\n{log_tail(log, 20)}",
-                                 fix="check the log; a port clash or a slow machine may need a retry or a longer start_timeout")
 
     def _root(self) -> Any:
         return _client().connect(unix_socket=str(self.socket), user="root", password="", autocommit=True, charset="utf8mb4")
@@ -168,15 +143,6 @@ class MariaDB:
                 cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'127.0.0.1'")
         finally:
             conn.close()
-
-    def stop(self) -> None:
-        """Stop the server: SIGTERM (clean shutdown), SIGKILL after stop_timeout. Idempotent."""
-        proc = self.process
-        if proc is None:
-            return
-        atexit.unregister(self.stop)
-        stop_process(proc, self.stop_timeout)
-        self.process = None
 
     # -- client helpers ----------------------------------------------------------------------
     def connect(self, database: str | None = None) -> Any:
@@ -216,6 +182,37 @@ class MariaDB:
                 return [d[0] for d in cur.description], list(cur.fetchall())
         finally:
             conn.close()
+
+    # -- what Debezium's MariaDB connector needs (framework.demo.connect.CaptureSource) ---------
+    def connector_config(self, name: str, prefix: str, databases: Sequence[str], servers: str, heartbeat_ms: int) -> dict[str, str]:
+        """Debezium's MariaDB connector for `databases` (docs/guides/real-database.md has the table)."""
+        self._replicas += 1
+        return {
+            "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+            "database.hostname": "127.0.0.1", "database.port": str(self.port), "database.user": USER, "database.password": PASSWORD,
+            # A replica id: not the server's own (1), one per connector.
+            "database.server.id": str(5400 + self._replicas),
+            "database.include.list": ",".join(databases), "topic.prefix": prefix,
+            "schema.history.internal.kafka.bootstrap.servers": servers,
+            "schema.history.internal.kafka.topic": f"{prefix}.schema-history",
+            "include.schema.changes": "true", "heartbeat.interval.ms": str(heartbeat_ms),
+            **COMMON,
+        }  # fmt: skip
+
+    def capture_target(self) -> tuple[str, int]:
+        self.execute([f"CREATE DATABASE IF NOT EXISTS {PING_DB}",
+                      f"CREATE TABLE IF NOT EXISTS {PING_DB}.ping (id INT PRIMARY KEY, at DATETIME(6))"])
+        _cols, rows = self.query("SHOW MASTER STATUS")
+        return str(rows[0][0]), int(rows[0][1])
+
+    def reached(self, offset: Mapping[str, Any], target: Any) -> bool:
+        return "file" in offset and (str(offset["file"]), int(offset.get("pos", 0))) >= tuple(target)
+
+    def ping(self) -> None:
+        self.execute(f"REPLACE INTO {PING_DB}.ping VALUES (1, NOW(6))")
+
+    def forget(self, name: str) -> None:
+        """Nothing: a binlog reader leaves nothing behind in the server."""
 
     def __repr__(self) -> str:
         state = f"pid {self.process.pid} on 127.0.0.1:{self.port}" if self.process else "stopped"

@@ -1,27 +1,30 @@
-"""MariaDB as the oracle of the real CDC chain: each ODS table must hold exactly the rows of
-`SELECT * FROM` its source table, and each model the rows MariaDB gives for the model's own SQL
-(framework.demo.shop.oracle_views).
+"""The source database as the oracle of the real CDC chain (MariaDB or PostgreSQL): each ODS table
+must hold exactly the rows of `SELECT * FROM` its source table, and each model the rows the
+database gives for the model's own SQL (framework.demo.shop / pgshop `oracle_views`).
 
 Values are compared as text made the same way on both sides: timestamps as
-`YYYY-MM-DD HH:MM:SS.ffffff` in UTC (Spark's session time zone and the MariaDB session's are
+`YYYY-MM-DD HH:MM:SS.ffffff` in UTC (Spark's session time zone and the database session's are
 both UTC), numbers without trailing zeros (a DECIMAL(10,2) 59.00 and a SUM's 59 are one value),
-strings and NULLs as they are.
+bytes as hex, JSON as the text the database prints (Debezium sends that text), strings and NULLs
+as they are.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
-
-from framework.demo.mariadb import MariaDB
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 Row = tuple[str | None, ...]
+
+
+class Database(Protocol):
+    def query(self, sql: str, database: str | None = None) -> tuple[list[str], list[tuple[Any, ...]]]: ...
 
 
 def canon(v: Any) -> str | None:
@@ -34,6 +37,8 @@ def canon(v: Any) -> str | None:
         d = Decimal(v)
         return str(int(d)) if d == d.to_integral_value() else format(d.normalize(), "f")
     if isinstance(v, datetime):
+        if v.tzinfo is not None:  # PostgreSQL's timestamptz: the same instant in UTC
+            v = v.astimezone(timezone.utc).replace(tzinfo=None)
         return v.strftime("%Y-%m-%d %H:%M:%S.%f")
     if isinstance(v, date):
         return v.isoformat()
@@ -50,8 +55,8 @@ class Comparison:
     columns: list[str]
     expected: int
     actual: int
-    missing: list[Row] = field(default_factory=list)  # in MariaDB, not in lake
-    extra: list[Row] = field(default_factory=list)  # in lake, not in MariaDB
+    missing: list[Row] = field(default_factory=list)  # in the database, not in lake
+    extra: list[Row] = field(default_factory=list)  # in lake, not in the database
     problem: str | None = None
 
     @property
@@ -63,12 +68,12 @@ class Comparison:
             return f"{self.name}: {self.actual} rows, equal"
         if self.problem:
             return f"{self.name}: {self.problem}"
-        return (f"{self.name}: {self.actual} rows in lake, {self.expected} in MariaDB; columns {self.columns}\n"
-                f"  only in MariaDB ({len(self.missing)}): {self.missing[:limit]}\n  only in lake ({len(self.extra)}): {self.extra[:limit]}")
+        return (f"{self.name}: {self.actual} rows in lake, {self.expected} in the database; columns {self.columns}\n"
+                f"  only in the database ({len(self.missing)}): {self.missing[:limit]}\n  only in lake ({len(self.extra)}): {self.extra[:limit]}")
 
 
 def compare(name: str, expected: tuple[list[str], list[tuple[Any, ...]]], spark: SparkSession) -> Comparison:
-    """The lake table `name` (registered: `ods.x`, `dwd.y`) against MariaDB's (columns, rows)."""
+    """The lake table `name` (registered: `ods.x`, `dwd.y`) against the database's (columns, rows)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampType
 
@@ -90,9 +95,9 @@ def compare(name: str, expected: tuple[list[str], list[tuple[Any, ...]]], spark:
     return Comparison(name, columns, sum(theirs.values()), sum(mine.values()), missing, extra)
 
 
-def compare_all(spark: SparkSession, warehouse: Any, db: MariaDB, database: str, tables: list[str], models: list[str]) -> list[Comparison]:
-    """Every ODS table (`ods.<t>` against `SELECT * FROM <database>.<t>`) and every model
-    (`<layer>.<name>` against the MariaDB view of the same name and SQL)."""
+def compare_all(spark: SparkSession, warehouse: Any, db: Database, database: str, tables: list[str], models: list[str]) -> list[Comparison]:
+    """Every ODS table (`ods.<t>` against `SELECT * FROM <database>.<t>`: a MariaDB database or a
+    PostgreSQL schema) and every model (`<layer>.<name>` against the view of the same name and SQL)."""
     from framework.runtime.paths import Layout
     from framework.table.catalog import register_ods
 

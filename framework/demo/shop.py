@@ -207,7 +207,9 @@ def project_files(database: str, bootstrap_servers: str, prefix: str, models: bo
     The topic pattern takes every topic the connector writes: the tables', the schema changes
     (`<prefix>`), the schema history, transaction metadata and heartbeats; lake uses the rows
     and skips the rest. `pattern`: another topic pattern; `models`: False for the ODS tables alone."""
-    pattern = pattern or rf"(__debezium-heartbeat\.)?{prefix}(\..*)?"
+    # Anchored: Spark's Kafka source searches the pattern in each topic name (Scala findFirstIn),
+    # so `chain(\..*)?` alone would also take another connector's `pgchain.*` topics.
+    pattern = pattern or rf"^(__debezium-heartbeat\.)?{prefix}(\..*)?$"
     files = {
         "lake.yaml": (
             f"name: shop\nwarehouse: warehouse\nspark: {{master: 'local[2]', conf: {{spark.sql.shuffle.partitions: '2'}}}}\n"

@@ -10,11 +10,13 @@ from: `file:line` or `topic/partition/offset`), `arrival` (a sortable text of ar
 2. prepare.py, per table: column types (columns.py), decoding, the ordering sequence, truncates,
    the bootstrap hand-off, and what goes to the dead letter;
 3. the dead-letter ratio over every cause, before anything commits;
-4. commit.py: gate each table, write its tombstones (tombstones.py), then upsert it with Hudi
-   deletes, then the dead letter.
+4. commit.py: the dead letter first (every bad message of the batch, parsing and each table's),
+   then per table: gate it, write its tombstones (tombstones.py), upsert it with Hudi deletes.
 
 Exactly once: each table's commit records the stream id and batch id. A replayed batch (after a
 crash) skips the tables that already committed it, so a rerun leaves the same tables as one run.
+The dead letter is written before the first table commits: a table the rerun skips is not
+prepared again, so dead letters written after it would be lost with a crash in between.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from framework.ods.prepare import Prepared, prepare
 from framework.project.config import Project
 from framework.project.types import normalize
 from framework.quality.ods_gate import BatchBlocked
+from framework.runtime.faults import failpoint
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
 from framework.table import hudi, hudi_layout
@@ -49,7 +52,8 @@ __all__ = ["DEAD_LETTER_KEY", "META_COLUMNS", "OdsBatchWriter", "resolve_source_
 class OdsBatchWriter:
     """Writes micro-batches of CDC messages into the project's ODS tables."""
 
-    def __init__(self, spark: SparkSession, project: Project, stream_id: str, only: set[str] | None = None, run_id: str | None = None) -> None:
+    def __init__(self, spark: SparkSession, project: Project, stream_id: str, only: set[str] | None = None, run_id: str | None = None,
+                 replay_guard: bool = False) -> None:
         from framework.runtime.history import new_run_id
 
         self.run_id = run_id or new_run_id()  # labels quality results and quarantined events
@@ -58,7 +62,7 @@ class OdsBatchWriter:
         self.layout = Layout(project.warehouse)
         self.stream_id = stream_id
         self.only = only
-        self.ctx = BatchContext(spark, project, self.layout, stream_id, self.run_id)
+        self.ctx = BatchContext(spark, project, self.layout, stream_id, self.run_id, replay_guard)
         self.tables = {t.source: t for t in project.ods_tables if only is None or t.table_name in only}
         self.all_sources = {t.source for t in project.ods_tables}
         self.state: dict[str, TableState] = {}
@@ -111,7 +115,7 @@ class OdsBatchWriter:
         result = BatchResult(batch_id=batch_id, started_at=started)
         by_table: dict[str, list[Any]] = {}
         parse_dead: dict[str, int] = {}  # source table -> its events dead-lettered while parsing
-        for r in summarize(parsed):
+        for r in summarize(parsed, self.project.config.ods.unavailable_value_placeholder):
             result.events += r["n"]
             if r["status"] == "tombstone":
                 result.tombstones += r["n"]
@@ -133,17 +137,21 @@ class OdsBatchWriter:
                 result.dead_letter += p.result.dead_letter
                 for reason, n in p.dead_reasons.items():
                     result.dead_reasons[reason] = result.dead_reasons.get(reason, 0) + n
+            if result.dead_letter:
+                # Before any table commits: a rerun skips the tables that have the batch, and
+                # with them the dead letters only their preparation finds. Keyed by location, and
+                # skipped when it has the batch already, so writing it first changes nothing else.
+                write_dead_letter(self.ctx, parsed, [d for p in prepared for d in p.dead], batch_id)
+                failpoint("after_dead_letter_commit")
             for p in prepared:
                 commit_table(self.ctx, p, self._state(p.table), batch_id, cache, blocked)
                 result.tables[p.table.table_name] = p.result
-            if result.dead_letter:
-                write_dead_letter(self.ctx, parsed, [d for p in prepared for d in p.dead], batch_id)
         finally:
             for df in cache:
                 df.unpersist()
         result.finished_at = datetime.now(timezone.utc)
         if blocked:
-            # Raised after the other tables and the dead letter committed: the micro-batch fails,
+            # Raised after the dead letter and the other tables committed: the micro-batch fails,
             # the streaming checkpoint stays before it, and the next run replays it (committed
             # tables and the dead letter recognise the replay by their ods_batch metadata).
             raise BatchBlocked(batch_id, blocked, result)

@@ -1,6 +1,6 @@
-"""The last steps of an ODS micro-batch: gate each prepared table, write its tombstones, upsert it
-(deletes as Hudi deletes), recording the batch in the same Hudi commit (stream id, batch id, key,
-binlog high-water mark), then the dead letter.
+"""The last steps of an ODS micro-batch: the dead letter, then per prepared table: gate it, write
+its tombstones, upsert it (deletes as Hudi deletes), recording the batch in the same Hudi commit
+(stream id, batch id, key, binlog high-water mark).
 
 Exactly once: a batch replayed after a crash skips the tables that already committed it
 (prepare.py checks each table's state first), and the dead letter skips a batch it has.
@@ -51,7 +51,7 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
         rewrite.rewrite(ctx, t, st, p.rewrite)
     # Tombstones first: a crash before the table's commit leaves tombstones its rerun tolerates
     # (framework/ods/tombstones.py); the other order would lose them.
-    tombstones.write(ctx, t, commit, batch_id)
+    tr.tombstones_expired = tombstones.write(ctx, t, commit, batch_id)
     failpoint("after_tombstone_commit")
     # The newest source.ts_ms of the batch's events is what `lake freshness` measures from.
     mark = OdsCommit(stream=ctx.stream_id, batch=batch_id, key=list(t.key), tombstones=True, high_water=p.high_water,
@@ -80,9 +80,14 @@ def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFram
     for e in extra:
         dead = dead.unionByName(e.select(*parsed.columns))
     path = ctx.layout.dead_letter
+    # An Avro message is kept as JsonConverter's JSON with its schema block: a replay reads it as such.
+    raw = F.col("value")
+    if "msg_schema" in parsed.columns:
+        wrapped = F.concat(F.lit('{"schema":'), F.col("msg_schema"), F.lit(',"payload":'), F.col("value"), F.lit("}"))
+        raw = F.when(F.col("msg_schema").isNotNull(), wrapped).otherwise(raw)
     out = dead.select(
         F.col("loc"),
-        F.col("value").alias("raw"),
+        raw.alias("raw"),
         F.col("reason"),
         F.when(F.col("tbl") != "", F.col("tbl")).alias("source_table"),
         F.col("origin"),

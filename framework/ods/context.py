@@ -26,6 +26,8 @@ class BatchContext:
     layout: Layout
     stream_id: str
     run_id: str
+    # A dead-letter replay's batch: refuse events older than an expired tombstone (tombstones.py).
+    replay_guard: bool = False
 
     @property
     def local(self) -> bool:

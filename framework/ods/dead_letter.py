@@ -13,7 +13,12 @@ Crash safety: a journal (`_lake/dead_letter_replay.json`: replay id, the dead le
 selection was read at, the filters) is written before anything else and removed after the marks.
 A rerun finds it and finishes that replay first: the same events (the selection read again at
 that instant), the same stream id and batch, so tables that committed it skip it (exactly once,
-batch.py) and the dead letter is not written twice; then the marks.
+batch.py) and the dead letter is not written twice (the batch writes it before any table, so
+the events a skipped table would dead-letter again are in it); then the marks. The replay lock
+(`dead-letter-replay`) is held from the journal's check to its removal: one replay or purge at a
+time per warehouse.
+
+Purge deletes replayed events; pending ones (never put back) only when asked (`include_pending`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -30,14 +35,15 @@ from pyspark.sql import functions as F
 
 from framework.ods.batch import OdsBatchWriter
 from framework.ods.commit import DEAD_LETTER_WAIT_SECONDS
+from framework.ods.tombstones import REFUSED
 from framework.project.config import Project
 from framework.runtime.faults import failpoint
-from framework.runtime.lock import hold, table_lock
+from framework.runtime.lock import LockHeldError, hold, replay_lock, table_lock
 from framework.runtime.paths import Layout
 from framework.table import kinds
 from framework.table.lake_table import ProjectDefaults
 from models.config import OdsTable
-from models.records import DeadLetterGroup, DeadLetterSample, ReplayResult
+from models.records import DeadLetterGroup, DeadLetterSample, PurgeResult, ReplayResult
 
 Locker = Callable[[list[str]], contextlib.AbstractContextManager[Any]]
 MARKS = {"replayed_at": "timestamp", "replay_id": "string"}
@@ -84,26 +90,44 @@ def groups(spark: SparkSession, project: Project, table: OdsTable | None, reason
                             replayed=r["replayed"], samples=shown.get((r["source_table"], r["reason"]), [])) for r in rows]
 
 
+@contextlib.contextmanager
+def _exclusive(lock: Locker, what: str) -> Iterator[None]:
+    """Hold the replay lock (runtime/lock.py: flock, or the S3 lease) for the whole of `what`: the
+    journal is one file, so a second replay would resume the first one's journal, and the first
+    one's cleanup would delete the second's."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(lock([replay_lock()]))
+        except LockHeldError as e:
+            raise LockHeldError(f"{what} waits for another `lake dead-letter replay` or `purge` on this warehouse: {e.message}",
+                                fix=e.fix) from e
+        yield
+
+
 def replay(spark: SparkSession, project: Project, table: OdsTable | None, reason: str | None, lock: Locker,
-           run_id: str | None = None) -> list[ReplayResult]:
-    """Finish a replay a crash interrupted, then replay the pending events the filters select."""
+           run_id: str | None = None, allow_expired: bool = False) -> list[ReplayResult]:
+    """Finish a replay a crash interrupted, then replay the pending events the filters select;
+    under the replay lock from start to end. Events older than a delete whose tombstone expired
+    are refused (dead-lettered again, framework/ods/tombstones.py) unless `allow_expired`."""
     layout = Layout(project.warehouse)
     fs = layout.fs
     out = []
-    if fs.exists(_journal(layout)):
-        out.append(_run(spark, project, json.loads(fs.read_text(_journal(layout))), lock, run_id, resumed=True))
-    instants = kinds.dead_letter(layout, ProjectDefaults.of(project)).instants()
-    if instants:
-        j = {"id": uuid.uuid4().hex[:12], "as_of": instants[-1].completed, "source": table.source if table else None, "reason": reason,
-             "started": datetime.now(timezone.utc).isoformat()}
-        fs.write_text(_journal(layout), json.dumps(j))
-        out.append(_run(spark, project, j, lock, run_id))
+    with _exclusive(lock, "lake dead-letter replay"):
+        if fs.exists(_journal(layout)):
+            out.append(_run(spark, project, json.loads(fs.read_text(_journal(layout))), lock, run_id, resumed=True))
+        instants = kinds.dead_letter(layout, ProjectDefaults.of(project)).instants()
+        if instants:
+            j = {"id": uuid.uuid4().hex[:12], "as_of": instants[-1].completed, "source": table.source if table else None, "reason": reason,
+                 "allow_expired": allow_expired, "started": datetime.now(timezone.utc).isoformat()}
+            fs.write_text(_journal(layout), json.dumps(j))
+            failpoint("after_replay_journal")
+            out.append(_run(spark, project, j, lock, run_id))
     return out
 
 
 def _run(spark: SparkSession, project: Project, j: dict[str, Any], lock: Locker, run_id: str | None, resumed: bool = False) -> ReplayResult:
     layout = Layout(project.warehouse)
-    res = ReplayResult(replay_id=j["id"], resumed=resumed)
+    res = ReplayResult(replay_id=j["id"], resumed=resumed, allow_expired=bool(j.get("allow_expired")))
     df = _read(spark, layout, j["as_of"])
     table = next((t for t in project.ods_tables if t.source == j["source"]), None) if j["source"] else None
     if df is None or (j["source"] and table is None):
@@ -117,13 +141,28 @@ def _run(spark: SparkSession, project: Project, j: dict[str, Any], lock: Locker,
             names = [table_lock(t.qualified_name) for t in project.ods_tables if t.source in sources]
             with lock(names):
                 msgs = sel.select(F.col("raw").alias("value"), "loc", F.concat(F.col("_seq"), F.lit("r")).alias("arrival"), "origin")
-                res.batch = OdsBatchWriter(spark, project, f"dead-letter-replay-{j['id']}", run_id=run_id).process(msgs, 0)
+                writer = OdsBatchWriter(spark, project, f"dead-letter-replay-{j['id']}", run_id=run_id, replay_guard=not res.allow_expired)
+                res.batch = writer.process(msgs, 0)
                 failpoint("after_replay_ingest")
                 res.replayed, res.failed_again = _mark(spark, project, sel, j["id"])
+                _refused(spark, layout, sel, res)
         layout.fs.delete(_journal(layout))
         return res
     finally:
         sel.unpersist()
+
+
+def _refused(spark: SparkSession, layout: Layout, sel: DataFrame, res: ReplayResult) -> None:
+    """Which of the replay's events were refused as older than an expired tombstone: counts per
+    table from the batch, a few locations from the dead letter (their rows carry the reason)."""
+    assert res.batch is not None
+    res.refused_expired = {t.table: t.expired_refused for t in res.batch.tables.values() if t.expired_refused}
+    if not res.refused_expired:
+        return
+    now = _read(spark, layout)
+    assert now is not None
+    gone = now.where(F.col("replayed_at").isNull() & F.col("reason").startswith(REFUSED)).join(sel.select("loc"), "loc")
+    res.refused_samples = [r["loc"] for r in gone.select("loc").orderBy("loc").limit(10).collect()]
 
 
 def _mark(spark: SparkSession, project: Project, sel: DataFrame, replay_id: str) -> tuple[int, int]:
@@ -143,19 +182,31 @@ def _mark(spark: SparkSession, project: Project, sel: DataFrame, replay_id: str)
     return n, sel.count() - n
 
 
-def purge(spark: SparkSession, project: Project, table: OdsTable | None, reason: str | None, apply: bool) -> int:
-    """Delete the dead-lettered events the filters select (pending and replayed); how many. With
-    `apply` False, only count them."""
-    df = _read(spark, Layout(project.warehouse))
-    if df is None:
-        return 0
-    sel = df.where(_where(table, reason, pending=False))
-    n = sel.count()
-    if n and apply:
-        # A delete is ordered on `_seq` too: after every value the row can hold.
-        gone = sel.withColumn("_seq", F.concat(F.col("_seq"), F.lit("~"))).withColumn("_hoodie_is_deleted", F.lit(True))
-        _write(spark, project, gone, "lake dead-letter purge")
-    return n
+def purge(spark: SparkSession, project: Project, table: OdsTable | None, reason: str | None, apply: bool, lock: Locker,
+          include_pending: bool = False) -> PurgeResult:
+    """Delete the replayed events the filters select (and the pending ones with `include_pending`:
+    they were never put back, so purging them loses them). With `apply` False, only count."""
+    layout = Layout(project.warehouse)
+    res = PurgeResult(include_pending=include_pending)
+    with _exclusive(lock, "lake dead-letter purge"):
+        instants = kinds.dead_letter(layout, ProjectDefaults.of(project)).instants()
+        # Read as of one instant: what is counted is what goes, whatever an ingest adds meanwhile.
+        df = _read(spark, layout, instants[-1].completed) if instants else None
+        if df is None:
+            return res
+        sel = df.where(_where(table, reason, pending=False))
+        for r in sel.groupBy(F.col("replayed_at").isNull().alias("pending")).count().collect():
+            if r["pending"]:
+                res.pending = r["count"]
+            else:
+                res.replayed = r["count"]
+        if res.would_purge and apply:
+            gone = sel if include_pending else sel.where(F.col("replayed_at").isNotNull())
+            # A delete is ordered on `_seq` too: after every value the row can hold.
+            gone = gone.withColumn("_seq", F.concat(F.col("_seq"), F.lit("~"))).withColumn("_hoodie_is_deleted", F.lit(True))
+            _write(spark, project, gone, "lake dead-letter purge")
+            res.purged = res.would_purge
+    return res
 
 
 def _write(spark: SparkSession, project: Project, rows: DataFrame, command: str) -> None:

@@ -40,6 +40,7 @@ PAYLOAD = T.StructType(
 )
 SOURCE = T.StructType(
     [
+        T.StructField("connector", T.StringType()),
         T.StructField("db", T.StringType()),
         T.StructField("schema", T.StringType()),
         T.StructField("table", T.StringType()),
@@ -48,6 +49,7 @@ SOURCE = T.StructType(
         T.StructField("pos", T.LongType()),
         T.StructField("row", T.LongType()),
         T.StructField("lsn", T.LongType()),
+        T.StructField("sequence", T.StringType()),
         T.StructField("snapshot", T.StringType()),
         T.StructField("server_id", T.LongType()),
         T.StructField("gtid", T.StringType()),
@@ -171,13 +173,29 @@ def _pad(c: Column, width: int) -> Column:
     return F.lpad(F.coalesce(c.cast("decimal(38,0)").cast("string"), F.lit("0")), width, "0")
 
 
+def commit_lsn(source: Column) -> Column:
+    """PostgreSQL: where the event's transaction stands in commit order. Debezium's
+    `source.sequence` is `["<LSN of the last committed transaction>", "<LSN of the event>"]`; its
+    first element is NULL until the connector streamed a commit (snapshot reads, the first
+    transaction after a snapshot), where the event's own LSN stands in. NULL without `source.lsn`.
+
+    The event's own LSN alone is the WAL position of the change, written when the statement ran:
+    a transaction that started before another and committed after it has lower LSNs than the
+    other's; commit order is what decides (a re-snapshot after streaming, for one, must win)."""
+    last = F.get_json_object(source["sequence"], "$[0]")
+    last = F.when(last.rlike(r"^[0-9]+$"), last.cast("decimal(38,0)"))
+    return F.when(source["lsn"].isNotNull(), F.coalesce(last, source["lsn"].cast("decimal(38,0)")))
+
+
 def position_seq(source: Column, ts_ms: Column) -> Column:
-    """Sortable text of the CDC position: binlog file number, pos, row; Postgres LSN; ts_ms."""
+    """Sortable text of the CDC position (framework/ods/position.py has the layout): binlog file
+    number, pos, row; for PostgreSQL the commit-order LSN (`commit_lsn`) in the pos slot, then
+    the event's LSN; ts_ms."""
     file_no = F.regexp_extract(F.coalesce(source["file"], F.lit("")), r"(\d+)$", 1)
     file_no = F.when(file_no == "", F.lit(None)).otherwise(file_no)
     return F.concat(
         _pad(file_no, 10),
-        _pad(source["pos"], 20),
+        _pad(F.coalesce(source["pos"].cast("decimal(38,0)"), commit_lsn(source)), 20),
         _pad(source["row"], 8),
         _pad(source["lsn"], 20),
         _pad(F.coalesce(source["ts_ms"], ts_ms), 15),

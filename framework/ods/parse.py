@@ -9,8 +9,10 @@ They carry no row, so they are counted and skipped. Row events carry the column 
 in their own schema block, so the DDL is not needed either.
 
 Input messages have `value` (the text), `loc` (where it came from), `arrival` (a sortable text of
-arrival order), `origin` and, from Kafka, `msg_key`. Everything stays in the JVM (no Python UDFs):
-row images are parsed as map<string,string> and decoded per table later (prepare.py).
+arrival order), `origin` and, from Kafka, `msg_key`; from Avro also `schema` (the writer schema's
+Kafka Connect schema block, beside a bare envelope) and `problem` (why it could not be decoded).
+Everything stays in the JVM (no Python UDFs): row images are parsed as map<string,string> and
+decoded per table later (prepare.py).
 """
 
 from __future__ import annotations
@@ -24,23 +26,38 @@ from pyspark.sql import functions as F
 
 from framework.ods import decode as D
 from framework.ods.routing import routing_id
+from framework.ods.unavailable import DEFAULT_PLACEHOLDER, is_placeholder
 from models.config import OdsTable
 
 HEARTBEAT = "io.debezium.connector.common.Heartbeat"
 
 
-def _control(has_payload: Column) -> Column:
+def _control(has_payload: Column, schema: Column) -> Column:
     """Which Debezium control message a message without `op` is (module docstring), else NULL."""
     body = F.when(has_payload, F.col("env.payload")).otherwise(F.col("value"))
     status = F.get_json_object(body, "$.status")
     kind = (
         F.when(F.get_json_object(body, "$.ddl").isNotNull(), F.lit("schema change"))
         .when(status.isin("BEGIN", "END") & F.get_json_object(body, "$.id").isNotNull(), F.lit("transaction"))
-        .when((F.get_json_object(F.col("env.schema"), "$.name") == HEARTBEAT)
+        .when((F.get_json_object(schema, "$.name") == HEARTBEAT)
               | (F.json_object_keys(body) == F.array(F.lit("ts_ms"))), F.lit("heartbeat"))
     )
     parsed = F.col("env._corrupt").isNull() & F.col("p._corrupt").isNull()
     return F.when(F.col("p.op").isNull() & parsed & F.col("value").isNotNull(), kind)
+
+
+# Debezium's ExtractNewRecordState (`transforms=unwrap`) writes the row alone, its `add.fields`
+# as `__op`, `__lsn`, ... and `delete.handling.mode=rewrite` a `__deleted` flag: no before-image,
+# no source block. lake needs the envelope, so such records are dead-lettered with this reason.
+FLATTENED = ("a flattened record (Debezium's ExtractNewRecordState: `__op`/`__deleted` fields, no envelope): lake needs "
+             "the whole change event (op, before, after, source position) to order and delete; remove the "
+             "io.debezium.transforms.ExtractNewRecordState transform (`transforms=unwrap`) from the connector and let it "
+             "snapshot again (these records cannot be replayed as they are)")
+
+
+def _flattened(has_payload: Column) -> Column:
+    body = F.when(has_payload, F.col("env.payload")).otherwise(F.col("value"))
+    return F.get_json_object(body, "$.__op").isNotNull() | F.get_json_object(body, "$.__deleted").isNotNull()
 
 
 def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
@@ -56,8 +73,13 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
     df = df.withColumn("p", F.when(has_payload, pay).otherwise(bare))
     df = df.withColumn("src", F.from_json(F.col("p.source"), D.SOURCE))
     pos_seq = D.position_seq(F.col("src"), F.col("p.ts_ms"))
+    # Avro (framework/ods/avro.py): a bare envelope with its writer schema's block in `schema`
+    # (kept as `msg_schema` for the dead letter), and `problem`, why a message was not decoded.
+    given = "schema" in msgs.columns
+    schema = F.coalesce(F.col("schema"), F.when(has_payload, F.col("env.schema"))) if given else F.when(has_payload, F.col("env.schema"))
+    extra = [c for c in ("msg_key", "problem") if c in msgs.columns] + ([F.col("schema").alias("msg_schema")] if given else [])
     df = df.select(
-        "value", "loc", "arrival", "origin", *(["msg_key"] if "msg_key" in msgs.columns else []),
+        "value", "loc", "arrival", "origin", *extra,
         F.col("src"),
         F.col("p.op").alias("op"),
         # Whether the images are there, not their text: the row image is kept as `img` (the
@@ -65,7 +87,7 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
         F.col("p.before").isNotNull().alias("has_before"),
         F.col("p.after").isNotNull().alias("has_after"),
         F.from_json(F.when(F.col("p.op") == "d", F.col("p.before")).otherwise(F.col("p.after")), D.IMAGE_MAP).alias("img"),  # type: ignore[arg-type]
-        F.when(has_payload, F.col("env.schema")).alias("schema_raw"),
+        schema.alias("schema_raw"),
         routing_id(F.col("src"), declared).alias("tbl"),
         F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms")).alias("ts_raw"),
         pos_seq.alias("pos_seq"),
@@ -73,7 +95,8 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
         D.binlog_position(pos_seq, F.col("src")).alias("binlog_pos"),
         F.col("env._corrupt").alias("corrupt"),
         F.col("p._corrupt").alias("pcorrupt"),
-        _control(has_payload).alias("control"),
+        _control(has_payload, schema).alias("control"),
+        _flattened(has_payload).alias("flattened"),
         (
             F.col("value").isNull()  # a Kafka tombstone (Debezium's after a delete)
             | (F.trim(F.col("value")) == "null")
@@ -91,9 +114,12 @@ def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str
     whose before-image lacks its table's `ordering:` columns (see prepare.ordering_prefix)."""
     tables = list(tables)
     known = F.col("tbl").isin(list(declared)) if declared else F.lit(False)
+    undecoded = F.col("problem") if "problem" in df.columns else F.lit(None).cast("string")
     reason = (
-        F.when(F.col("value").startswith("lake: line too long ("), F.regexp_extract("value", "^lake: ([^;]*)", 1))
+        F.when(undecoded.isNotNull(), undecoded)
+        .when(F.col("value").startswith("lake: line too long ("), F.regexp_extract("value", "^lake: ([^;]*)", 1))
         .when(F.col("corrupt").isNotNull() | F.col("pcorrupt").isNotNull(), F.lit("malformed JSON"))
+        .when(F.col("op").isNull() & F.col("flattened"), F.lit(FLATTENED))
         .when(F.col("op").isNull(), F.lit("not a Debezium envelope: no `op` field"))
         .when(~F.col("op").isin("c", "u", "d", "r", "t"), F.concat(F.lit("unknown op '"), F.col("op"), F.lit("'")))
         .when(F.col("tbl") == "", F.lit("no source.db / source.table in the envelope"))
@@ -109,11 +135,28 @@ def classify(df: DataFrame, tables: Iterable[OdsTable], declared: Collection[str
     for t in tables:
         if t.ordering:
             lacks = reduce(lambda a, b: a | b, [F.col("img").getItem(c).isNull() for c in t.ordering])
-            ord_missing = F.when(F.col("tbl") == t.source, (F.col("op") == "d") & F.coalesce(lacks, F.lit(True))).otherwise(ord_missing)
+            lacks = F.coalesce(lacks, F.lit(True)) | key_only(t)
+            ord_missing = F.when(F.col("tbl") == t.source, (F.col("op") == "d") & lacks).otherwise(ord_missing)
     status = (F.when(F.col("tombstone"), F.lit("tombstone")).when(F.col("control").isNotNull(), F.lit("control"))
               .when(reason.isNotNull(), F.lit("dead")).otherwise(F.lit("ok")))
     live = ~F.col("tombstone") & F.col("control").isNull()
     return df.withColumn("ord_missing", ord_missing).withColumn("reason", F.when(live, reason)).withColumn("status", status)
+
+
+# The values Debezium's PostgreSQL connector puts in a delete's before-image for the NOT NULL
+# columns REPLICA IDENTITY DEFAULT did not log, as JSON text: "", 0, 0.0, false, a decimal 0
+# (base64 of its unscaled bytes), the epoch as a ZonedTimestamp, an empty JSON object or array.
+FILLED_IN = ("", "0", "0.0", "false", "AA==", "1970-01-01T00:00:00Z", "{}", "[]")
+
+
+def key_only(t: OdsTable) -> Column:
+    """A PostgreSQL delete whose before-image holds only its key: every other column NULL or the
+    type default Debezium fills in (REPLICA IDENTITY DEFAULT logs the key alone). Its other
+    values were made up by the connector, so they cannot order it (prepare.ordering_prefix); a
+    real row that holds only defaults is ordered the same safe way (by position against its key)."""
+    others = F.map_filter(F.col("img"), lambda k, _v: ~k.isin(*t.key)) if t.key else F.col("img")
+    made_up = F.forall(F.map_values(others), lambda v: v.isNull() | v.isin(*FILLED_IN))
+    return (F.col("src.connector") == "postgresql") & F.coalesce(made_up, F.lit(False))
 
 
 def _key_problem(tables: list[OdsTable]) -> Column:
@@ -133,10 +176,12 @@ def _key_problem(tables: list[OdsTable]) -> Column:
     return problem
 
 
-def summarize(parsed: DataFrame) -> list[Any]:
+def summarize(parsed: DataFrame, placeholder: str = DEFAULT_PLACEHOLDER) -> list[Any]:
     """One small aggregation tells which tables, schema versions and columns the batch has: a row
-    per (status, reason, table, schema version, truncate or not)."""
+    per (status, reason, table, schema version, truncate or not); `unavailable`: its events with a
+    Debezium placeholder for an unchanged TOASTed value (framework/ods/unavailable.py)."""
     ok = F.col("status") == "ok"
+    marked = F.exists(F.map_values("img"), lambda v: is_placeholder(v, placeholder))
     is_t = F.col("op") == "t"
     return (
         parsed.groupBy("status", "reason", "tbl", "schema_hash", is_t.alias("is_truncate"))
@@ -147,6 +192,7 @@ def summarize(parsed: DataFrame) -> list[Any]:
             F.max("pos_seq").alias("pos_max"),  # all before a bootstrap hand-off: not judged (columns.py)
             F.array_distinct(F.flatten(F.collect_set(F.when(ok & F.col("schema_raw").isNull(), F.map_keys("img"))))).alias("keys"),
             F.sum(F.col("ord_missing").cast("int")).alias("ord_missing"),
+            F.sum(F.when(ok & marked, 1).otherwise(0)).alias("unavailable"),
             # The source position of the table's last truncate in this batch (position, then arrival).
             F.max(F.when(is_t, F.concat(F.col("pos_seq"), F.col("arrival")))).alias("truncate_at"),
             F.min("_event_ts").alias("event_ts_min"),

@@ -2,7 +2,11 @@
 the ordering sequence of events (`pos_seq` in decode.position_seq).
 
 pos_seq layout (fixed width, digits): binlog file number (10) · pos (20) · row (8) · LSN (20) ·
-source ts_ms (15). A watermark says which slice to compare: `mysql:` (file+pos), `lsn:` or `ts:`.
+source ts_ms (15). PostgreSQL events have no binlog: their pos slot holds the LSN that orders
+their transaction by commit (decode.commit_lsn), the LSN slot the change's own LSN, so events
+order by commit, then within a transaction by LSN (a key change's delete and create share one:
+arrival decides). A watermark says which slice to compare: `mysql:` (file+pos), `lsn:` (the
+change's LSN) or `ts:`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from framework.ods import decode as D
-from framework.ods import tombstones
+from framework.ods import tombstones, unavailable
 from framework.ods.columns import Columns, resolve_columns
 from framework.ods.context import BatchContext, HighWater, TableState, utc
 from framework.ods.envelope import Decoder
@@ -36,7 +36,9 @@ SAME_SERVER_SLACK_MS = 3_600_000
 _HW = "struct<pos:string,server:string,ts_ms:bigint>"
 # The message columns the steps after decoding read (sequencing, the bootstrap hand-off, the
 # high-water mark, the dead-letter join).
-_SEQUENCING = ["loc", "op", "_event_ts", "pos_seq", "arrival", "binlog_pos", "server", "ts_raw"]
+_SEQUENCING = ["loc", "op", "_event_ts", "pos_seq", "arrival", "binlog_pos", "server", "ts_raw", "ord_missing"]
+# Helper columns of the rows until they are written: placeholders (unavailable.py), source order.
+_HELPERS = ["_lake_truncated", "_lake_hw", "_lake_replayed", "_unavail", "_lake_pos", "_lake_pair"]
 
 
 @dataclass
@@ -83,7 +85,9 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     truncate_at = max((r["truncate_at"] for r in rows if r["is_truncate"] and r["truncate_at"]), default=None) if delete_all else None
     # Decoded once, and cached with only what sequencing needs: the message text, raw images and
     # image map stay in the batch's cache (parse.py) instead of being copied into this one.
-    decoded = mine.where(F.col("op") != "t").select(*_SEQUENCING, *_decoded(cols.target, cols.versions, _backwards(ctx, t, st.high_water)))
+    placeholder = ctx.project.config.ods.unavailable_value_placeholder
+    decoded = mine.where(F.col("op") != "t").select(*_SEQUENCING, *_decoded(cols.target, cols.versions, _backwards(ctx, t, st.high_water)),
+                                                    unavailable.unavailable_columns(F.col("img"), cols.target, placeholder).alias("_unavail"))
     decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(decoded)  # decoded once: rows to write and bad rows to dead-letter
     bad_rows = decoded.where(F.col("_bad").isNotNull())
@@ -100,11 +104,56 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     migrate = not st.migrated and hudi.table_exists(path)
     out = _sequenced(ctx, t, cols.target, good, path, sum(r["ord_missing"] or 0 for r in rows), truncate_at, started_at, batch_id,
                      migrate=migrate)
-    out = tombstones.mark_replayed(ctx, t, out, migrate).persist(StorageLevel.MEMORY_AND_DISK)
+    horizon = tombstones.expired_horizon(ctx.layout, t.qualified_name) if ctx.replay_guard else None
+    if any(r["unavailable"] for r in rows):  # unchanged TOASTed values: keep the key's value
+        out = unavailable.fill(out, t.key, cols.target, hudi.read(ctx.spark, path) if hudi.table_exists(path) else None)
+    out = tombstones.mark_replayed(ctx, t, out, migrate, horizon)
+    if horizon is not None:
+        out = _refuse_expired(ctx, p, mine, out, parsed.columns, cache)
+    out = out.persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(out)
+    out = _unfilled(p, mine, out, placeholder) if any(r["unavailable"] for r in rows) else out
     _tally(p, out, bad_rows, st)
-    p.rows = out.where(~F.col("_lake_replayed")).drop("_lake_truncated", "_lake_hw", "_lake_replayed")
+    p.rows = out.where(~F.col("_lake_replayed")).drop(*_HELPERS)
     return p
+
+
+def _refuse_expired(ctx: BatchContext, p: Prepared, mine: DataFrame, out: DataFrame, columns: list[str],
+                    cache: list[DataFrame]) -> DataFrame:
+    """A replay's events that could re-insert a key deleted after them, its tombstone expired
+    (tombstones.refuse_expired), go back to the dead letter with the reason and the fix."""
+    refused = tombstones.refuse_expired(ctx, p.table, out).persist(StorageLevel.MEMORY_AND_DISK)
+    cache.append(refused)
+    n = refused.count()
+    if not n:
+        return out.drop("_lake_at_risk")
+    reason = tombstones.refused_reason(ctx, p.table)
+    p.dead.append(mine.join(refused, "loc").select(*[c for c in columns if c != "reason"], F.lit(reason).alias("reason")))
+    p.result.dead_letter += n
+    p.result.expired_refused = n
+    p.dead_reasons[reason] = n
+    return out.join(refused, out["_source"] == refused["loc"], "left_anti").drop("_lake_at_risk")
+
+
+def _unfilled(p: Prepared, mine: DataFrame, out: DataFrame, placeholder: str) -> DataFrame:
+    """`out` without the events whose placeholder no earlier value of their key could replace:
+    those go to the dead letter."""
+    unfilled = (F.size(F.col("_unavail")) > 0) & ~F.col("_deleted") & ~F.col("_lake_replayed")
+    rows = out.where(unfilled)
+    why = F.concat(F.lit("column(s) "), F.array_join(F.col("_unavail"), ", "), F.lit(
+        f" arrived as Debezium's unavailable-value placeholder ({placeholder!r}: PostgreSQL did not log an unchanged TOASTed "
+        f"value) and {p.table.qualified_name} has no earlier value of the key to keep. Fix: set REPLICA IDENTITY FULL on the "
+        f"source table, or re-create the ODS table from a snapshot (lake ingest --rebuild {p.table.qualified_name}), "
+        "then replay the dead letter"))
+    bad = rows.select(F.col("_source").alias("loc"), why.alias("_lake_bad"))
+    counts = bad.groupBy("_lake_bad").count().collect()
+    if not counts:
+        return out
+    p.dead.append(mine.join(bad, "loc").drop("reason").withColumnRenamed("_lake_bad", "reason"))
+    for r in counts:
+        p.result.dead_letter += r["count"]
+        p.dead_reasons[r["_lake_bad"]] = p.dead_reasons.get(r["_lake_bad"], 0) + r["count"]
+    return out.where(~unfilled)
 
 
 def _reject_versions(p: Prepared, mine: DataFrame, rows: list[Any], cols: Columns) -> DataFrame:
@@ -143,12 +192,13 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
         F.when(cancelled, F.lit(1)).otherwise(F.lit(0)).alias("_lake_truncated"),
         F.when(F.col("binlog_pos").isNotNull() & F.col("server").isNotNull() & F.col("ts_raw").isNotNull(),
                F.struct(F.col("binlog_pos").alias("pos"), F.col("server"), F.col("ts_raw").alias("ts_ms"))).alias("_lake_hw"),
+        F.col("_unavail"), here.alias("_lake_pos"), F.col("pos_seq").alias("_lake_pair"),
     )
     if truncate_at is not None and exists:
         out = out.unionByName(_wiped(ctx, path, target, width, truncate_at, started_at, batch_id))
     soft = tombstones.soft_deleted(ctx, t, target) if migrate else None
     if soft is not None:
-        out = out.unionByName(soft.withColumn("_lake_hw", F.lit(None).cast(_HW)))
+        out = out.unionByName(_no_helpers(soft.withColumn("_lake_hw", F.lit(None).cast(_HW)), width))
     if t.partition_by:
         pb = t.partition_by
         fmt = {"day": "yyyy-MM-dd", "month": "yyyy-MM", "year": "yyyy"}[pb.granularity]
@@ -171,7 +221,13 @@ def _wiped(ctx: BatchContext, path: Location, target: dict[str, str], width: int
         F.lit(f"truncate@batch{batch_id}").alias("_source"),
         F.lit(2).alias("_lake_truncated"),
         F.lit(None).cast(_HW).alias("_lake_hw"),
-    )
+    ).transform(lambda df: _no_helpers(df, width))
+
+
+def _no_helpers(df: DataFrame, width: int) -> DataFrame:
+    """Rows lake makes itself (truncate deletes, moved soft deletes) carry no placeholder."""
+    return df.select("*", F.array().cast("array<string>").alias("_unavail"), F.substring(F.col("_seq"), width + 1, 10_000).alias("_lake_pos"),
+                     F.lit(None).cast("string").alias("_lake_pair"))
 
 
 def _tally(p: Prepared, out: DataFrame, bad_rows: DataFrame, st: TableState) -> None:
@@ -260,7 +316,8 @@ def ordering_prefix(ctx: BatchContext, t: OdsTable, target: dict[str, str], good
     if not missing:
         return good, prefix, width
     zeros = F.lit("0" * width)
-    lacking = (F.col("op") == "d") & reduce(lambda a, b: a | b, [F.col("_row")[c].isNull() for c in t.ordering])
+    # parse.classify: a delete whose before-image lacks the columns or was filled in by the connector.
+    lacking = F.col("ord_missing") & (F.col("op") == "d")
     best = F.max(F.when(~lacking, prefix)).over(Window.partitionBy(*[F.col("_row")[k] for k in t.key]))
     known = F.coalesce(best, zeros)
     if path is not None:

@@ -1,6 +1,9 @@
 """`lake ingest --rebuild ods.T [--path DUMP --position POS]`: write one ODS table anew from what the
 source still offers, while the other tables and their checkpoints stay as they are.
 
+0. Without a dump, the rows whose last event the source no longer holds (Kafka retention, CDC
+   files removed, rows a dump loaded) would be lost: the rebuild refuses, counting them, unless
+   `--accept-loss` (framework/ods/retention.py). The row counts before and after are reported.
 1. A marker (`_lake/rebuilds/ods_T.pending`) says a rebuild has started: until it finishes, an
    ingest that would write the table stops with the fix (rerun the rebuild), since the table holds
    only part of its rows in between.
@@ -27,8 +30,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from framework.errors import LakeError
+from framework.ods import retention
 from framework.ods.bootstrap import run_bootstrap
 from framework.ods.ingest import run_ingest
+from framework.ods.retention import Loss
 from framework.ods.rewrite import marker as rewrite_marker
 from framework.project.config import Project
 from framework.runtime import rebuilds
@@ -51,11 +57,17 @@ def _from_the_start(project: Project) -> Project:
 
 
 def rebuild(spark: SparkSession, project: Project, table: OdsTable, *, dump: Path | None, position: str | None, fmt: str,
-            run_id: str | None = None) -> RebuildResult:
-    """Rebuild `table` (see the module's docstring)."""
+            run_id: str | None = None, accept_loss: bool = False) -> RebuildResult:
+    """Rebuild `table` (see the module's docstring).
+
+    Raises:
+        LakeError: without a dump, rows whose last event the source no longer holds would be lost
+            (framework/ods/retention.py), and `accept_loss` is not set; nothing was touched.
+    """
     q = table.qualified_name
     layout = Layout(project.warehouse)
     fs = layout.fs
+    before = _check_loss(spark, project, table, dump, accept_loss)
     fs.write_text(layout.rebuild_pending(q), json.dumps({"started": datetime.now(timezone.utc).isoformat(), "dump": str(dump or "")}))
     for loc in (layout.table(q), layout.tombstones(q), layout.staging(q), rewrite_marker(layout, q)):
         fs.delete(loc)
@@ -77,4 +89,19 @@ def rebuild(spark: SparkSession, project: Project, table: OdsTable, *, dump: Pat
     events = sum(t.upserts + t.deletes for b in summary.batches for t in b.tables.values() if t.table == q)
     dead = sum(t.dead_letter for b in summary.batches for t in b.tables.values() if t.table == q)
     return RebuildResult(table=q, reason=reason, dump_rows=boot.rows if boot else None, position=boot.position if boot else None,
-                         events=events, dead_letter=dead, rows=rows, ingest=summary)
+                         events=events, dead_letter=dead, rows=rows, ingest=summary, rows_before=before.rows,
+                         given_up=before.lost if dump is None else 0)
+
+
+def _check_loss(spark: SparkSession, project: Project, t: OdsTable, dump: Path | None, accept_loss: bool) -> Loss:
+    """The table's rows before, and those the source cannot bring back; refused unless a dump
+    brings them (`--path`) or the user accepts the loss."""
+    if dump is not None:
+        return Loss(rows=retention.row_count(spark, project, t))
+    q = t.qualified_name
+    found = retention.loss(spark, project, t)
+    if found.lost and not accept_loss:
+        raise LakeError(f"{found.message(q)}. Nothing was changed.",
+                        fix=f"rebuild from a dump of the source table that brings them back: lake ingest --rebuild {q} --path DUMP "
+                            f"--position FILE:POS (the dump's binlog position); or, to lose them, lake ingest --rebuild {q} --accept-loss")
+    return found

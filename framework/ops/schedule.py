@@ -181,8 +181,9 @@ class Scheduler:
             self.say(f"{s.name}: started ({' && '.join('lake ' + ' '.join(c) for c in lake_commands(s))})")
             t0 = time.monotonic()
             code = self.run_step(s)
-            self.say(f"{s.name}: {'ok' if code == 0 else f'failed (exit {code})'} in {time.monotonic() - t0:.1f} s")
+            # Counted before it is said: whoever reads the line finds the metric already there.
             self._count(s.name, "ok" if code == 0 else "failed")
+            self.say(f"{s.name}: {'ok' if code == 0 else f'failed (exit {code})'} in {time.monotonic() - t0:.1f} s")
             return code
         finally:
             busy.release()

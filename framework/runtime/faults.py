@@ -3,15 +3,19 @@
 `LAKE_FAILPOINT=<name>[:<n>]` kills the process (SIGKILL) the n-th time (default first) execution
 reaches `failpoint(<name>)`. `LAKE_PAUSE=<name>:<dir>` makes `pausepoint(<name>)` announce the
 process (file `<dir>/<name>.<pid>`) and wait until `<dir>/go` exists (at most 10 minutes): a test
-lets several processes reach a point, then releases them together.
+lets several processes reach a point, then releases them together. Every failpoint is a pause
+point too: a test can hold a process there (to see what it holds, or to kill it from outside).
 
-The failpoints: `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
+The failpoints: `after_dead_letter_commit` (a micro-batch's dead letter is written, no table
+committed), `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
 not), `before_table_commit` / `after_table_commit` (an ODS table's commit),
-`before_offset_commit` (a micro-batch committed in every table and the dead letter, before Spark
+`before_offset_commit` (a micro-batch committed in the dead letter and every table, before Spark
 records it), `after_quarantine_write` (rows a `drop` check rejected are written, the table's
 commit is not), `before_bootstrap_commit`, `after_hidden_commit` (an aggregate's hidden-groups
 table committed, the model's commit not), `before_model_commit` / `after_model_commit`,
-`after_run_ingest` (`lake run`: ingested, nothing built), `after_rewrite_staged` /
+`after_run_ingest` (`lake run`: ingested, nothing built), `after_replay_journal` /
+`after_replay_ingest` (a dead-letter replay: its journal written; its micro-batch committed,
+nothing marked), `after_rewrite_staged` /
 `after_rewrite_swap` (an ODS table's rewrite in wider types: staged, half swapped). A kill inside a Hudi commit is done from
 outside, by watching the table's timeline (tests/integration/test_ods_crash.py).
 
@@ -35,6 +39,7 @@ _hits: Counter[str] = Counter()
 
 
 def failpoint(name: str) -> None:
+    pausepoint(name)
     spec = os.environ.get("LAKE_FAILPOINT")
     if not spec:
         return

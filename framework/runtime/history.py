@@ -27,7 +27,8 @@ def new_run(command: str, args: list[str], target: str | None = None) -> RunReco
                      host=socket.gethostname(), target=target)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this machine (one we may not signal counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -39,7 +40,7 @@ def _alive(pid: int) -> bool:
 
 def _settle(record: RunRecord) -> RunRecord:
     """A record still `running` whose process (on this host) is gone crashed: say so."""
-    if record.status == "running" and record.pid and record.host == socket.gethostname() and not _alive(record.pid):
+    if record.status == "running" and record.pid and record.host == socket.gethostname() and not process_alive(record.pid):
         record.status = "crashed"
         record.error = record.error or f"process {record.pid} ended without finishing the run (killed or crashed); committed tables are consistent, rerun to continue"
     return record

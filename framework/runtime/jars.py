@@ -14,13 +14,16 @@ Kafka needs whole dependency trees, not one jar: `ensure_artifacts` resolves the
   this project fetches from has no 3.5.4-3.5.6 of that artifact (3.5.0, 3.5.1, 3.5.3, 3.5.7).
   An older connector on a newer Spark of the same 3.5 line is the safe direction; 3.5.7 could
   call Spark methods that 3.5.5 lacks.
-- the real CDC chain (tests/cdc_chain.py, `make demo-cdc`): Kafka Connect standalone of the
-  broker's Kafka version, and Debezium's MariaDB connector 2.7.0.Final (the only 2.7 release of it
-  the Maven Central reachable here serves; 2.7.1-2.7.4 are missing). Debezium's MySQL connector
-  2.7.4 also reads MariaDB's binlog, but it does not understand MariaDB's GTIDs, so its events have
-  no `source.gtid` and it writes no transaction metadata; the MariaDB connector does both. Each
-  connector is a Connect plugin in its own directory (`plugin.path`), so its dependencies never
-  meet Connect's on one classpath.
+- spark-avro 3.5.5 (pyspark's version) for `from_avro` (`format: debezium-avro`): one jar; the
+  Avro library it calls is in pyspark's jars. Hudi's bundle shades its own copy of Spark's Avro
+  classes (org.apache.hudi.org.apache.spark.sql.avro), so the two never meet.
+- the real CDC chain (tests/cdc_chain.py, `make demo-cdc`): Kafka Connect 4.3.1 (standalone; it
+  needs Java 17, and talks to the 3.9.2 broker like any 4.x client), Debezium's PostgreSQL
+  connector 3.6.1.Final and its MariaDB connector 3.5.0.Final: the newest release of it the Maven
+  Central reachable here serves (its metadata lists 3.5.0.Final as the latest; no 3.6.x exists for
+  that artifact there, while the other Debezium modules resolve at 3.6.1.Final). Each connector is
+  a Connect plugin in its own directory (`plugin.path`), so its dependencies never meet Connect's
+  (or another connector's) on one classpath.
 """
 
 from __future__ import annotations
@@ -44,14 +47,24 @@ KAFKA_BROKER = (
     "org.slf4j:slf4j-reload4j:1.7.36",
     "ch.qos.reload4j:reload4j:1.2.25",
 )
-KAFKA_CONNECT = (f"org.apache.kafka:connect-runtime:{KAFKA_VERSION}", *KAFKA_BROKER[1:])
+CONNECT_VERSION = "4.3.1"
+KAFKA_CONNECT = (f"org.apache.kafka:connect-runtime:{CONNECT_VERSION}", *KAFKA_BROKER[1:])
 DEBEZIUM = {
-    "mariadb": "io.debezium:debezium-connector-mariadb:2.7.0.Final",
-    "mysql": "io.debezium:debezium-connector-mysql:2.7.4.Final",
+    "mariadb": "io.debezium:debezium-connector-mariadb:3.5.0.Final",
+    "postgres": "io.debezium:debezium-connector-postgres:3.6.1.Final",
 }
+# The Avro converter of the Avro chain test (framework/demo/registry.py): Apicurio's, the one Maven
+# Central serves (Confluent's AvroConverter is only in Confluent's repository), of the Apicurio
+# Registry version the tests run (framework/runtime/apicurio.py). Its JSON Schema serde's validator
+# is not served (JitPack only) and not used by Avro.
+AVRO_CONVERTER = "io.apicurio:apicurio-registry-utils-converter:2.4.2.Final"
+AVRO_CONVERTER_UNSERVED = ("com.github.everit-org.json-schema:*",)
 # Connect provides these to every plugin; a plugin's own copies would shadow them.
 CONNECT_PROVIDED = ("org.apache.kafka:*", "org.slf4j:*", "ch.qos.reload4j:*", "log4j:*")
 SPARK_KAFKA_CONNECTOR = ("org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.3",)
+# `from_avro` for `format: debezium-avro` (framework/ods/avro.py): pyspark's own version (Maven Central
+# serves 3.5.5 of this one); its Avro library is in pyspark/jars already, so the one jar alone.
+SPARK_AVRO = "org.apache.spark:spark-avro_2.12:3.5.5"
 # Already in pyspark/jars (or Spark itself): two copies on one classpath is asking for trouble.
 SPARK_PROVIDED = (
     "org.apache.spark:spark-tags_2.12",
@@ -171,7 +184,7 @@ def kafka_broker_classpath() -> list[Path]:
 
 def kafka_connect_classpath() -> list[Path]:
     """Jars to run Kafka Connect (`java -cp ... org.apache.kafka.connect.cli.ConnectStandalone`)."""
-    return ensure_artifacts(f"kafka-connect-{KAFKA_VERSION}", KAFKA_CONNECT)
+    return ensure_artifacts(f"kafka-connect-{CONNECT_VERSION}", KAFKA_CONNECT)
 
 
 def debezium_plugin(flavor: str = "mariadb") -> Path:
@@ -182,10 +195,22 @@ def debezium_plugin(flavor: str = "mariadb") -> Path:
     return ensure_artifacts(f"{artifact}-{version}", (coordinate,), CONNECT_PROVIDED)[0].parent
 
 
+def avro_converter_plugin() -> Path:
+    """The directory holding Apicurio's Avro converter for Kafka Connect (`AVRO_CONVERTER`) and its
+    dependencies: one Connect plugin, like a connector."""
+    _group, artifact, version = AVRO_CONVERTER.split(":")
+    return ensure_artifacts(f"{artifact}-{version}", (AVRO_CONVERTER,), (*CONNECT_PROVIDED, *AVRO_CONVERTER_UNSERVED))[0].parent
+
+
 def kafka_connector_jars() -> list[Path]:
     """Jars to add to pyspark's own for `spark.readStream.format("kafka")`."""
     version = SPARK_KAFKA_CONNECTOR[0].rsplit(":", 1)[1]
     return ensure_artifacts(f"spark-kafka-{version}", SPARK_KAFKA_CONNECTOR, SPARK_PROVIDED)
+
+
+def spark_avro_jar() -> Path:
+    """The jar to add to pyspark's own for `from_avro` (Spark's Avro data source functions)."""
+    return ensure_jar(SPARK_AVRO)
 
 
 def s3_jars() -> list[Path]:
@@ -211,6 +236,8 @@ def ensure_java() -> None:
 
 if __name__ == "__main__":  # used by `make install`
     print(ensure_jar(HUDI_BUNDLE))
-    for jar in [*kafka_connector_jars(), *kafka_broker_classpath(), *s3_jars(), *kafka_connect_classpath()]:
+    for jar in [*kafka_connector_jars(), spark_avro_jar(), *kafka_broker_classpath(), *s3_jars(), *kafka_connect_classpath()]:
         print(jar)
-    print(debezium_plugin("mariadb"))
+    for flavor in DEBEZIUM:
+        print(debezium_plugin(flavor))
+    print(avro_converter_plugin())

@@ -66,6 +66,11 @@ def ingest_lock(checkpoint: str) -> str:
     return f"ingest-{checkpoint}"
 
 
+def replay_lock() -> str:
+    """Lock name of the dead letter's replay journal: one `lake dead-letter replay` or `purge` at a time."""
+    return "dead-letter-replay"
+
+
 class Lock(Protocol):
     name: str
     where: str  # the lock's file or object, for messages

@@ -61,6 +61,10 @@ def print_ingest_summary(console: Console, s: IngestSummary) -> None:
     console.print(table)
     if s.tombstones:
         console.print(f"tombstones skipped: {s.tombstones}")
+    if s.tombstones_expired:
+        per = ", ".join(f"{t.table}: {t.tombstones_expired}" for _, t in sorted(totals.items()) if t.tombstones_expired)
+        _line(console, f"deleted keys forgotten: {s.tombstones_expired} tombstone(s) older than ods.tombstone_retention_days removed "
+                       f"({per}); a dead-letter replay refuses older events of keys lake no longer knows")
     if s.control:
         console.print(f"Debezium control messages skipped (schema changes, heartbeats, transaction metadata): {s.control}")
     if s.dead_letter:

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import LakeError
+from framework.runtime import cds
 from framework.runtime.jars import (
     HUDI_BUNDLE,
     ensure_jar,
     ensure_java,
     kafka_connector_jars,
     s3_jars,
+    spark_avro_jar,
 )
 from framework.runtime.location import Location
 
@@ -53,18 +55,22 @@ JVM_OPTIONS = "-Djol.skipHotspotSAAttach=true -Djol.magicFieldOffset=true"
 def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = True, s3: bool = False) -> dict[str, str]:
     """Spark confs every lake session uses (user `spark.conf` entries are applied after).
 
-    The Kafka connector's four jars ride along by default so one session (the test suite's)
-    serves every source; they are only loaded when a Kafka stream is read. `s3` adds hadoop-aws
+    The Kafka connector's four jars and spark-avro (`from_avro`, format: debezium-avro) ride along
+    by default so one session (the test suite's) serves every source; they are only loaded when a
+    Kafka stream is read. `s3` adds hadoop-aws
     and its AWS SDK bundle (s3a://), which only projects with an S3 location need."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log4j = log_dir / "log4j2.properties"
     log4j.write_text(_LOG4J.format(path=log_dir / "spark.log"))
-    java_opts = f"{JVM_OPTIONS} -Dlog4j2.configurationFile=file:{log4j}"
+    # LAKE_JVM_OPTIONS: extra options for the driver's JVM (and local executors), e.g.
+    # -XX:TieredStopAtLevel=1, which halves the CPU of short runs on small data (the test suite).
+    java_opts = " ".join(filter(None, [JVM_OPTIONS, os.environ.get("LAKE_JVM_OPTIONS", "").strip(),
+                                       f"-Dlog4j2.configurationFile=file:{log4j}"]))
     local = master.startswith("local")
     return {
         "spark.master": master,
         "spark.app.name": "lake",
-        "spark.jars": ",".join([str(ensure_jar(HUDI_BUNDLE))] + ([str(p) for p in kafka_connector_jars()] if kafka else [])
+        "spark.jars": ",".join([str(ensure_jar(HUDI_BUNDLE))] + ([str(p) for p in [*kafka_connector_jars(), spark_avro_jar()]] if kafka else [])
                                + ([str(p) for p in s3_jars()] if s3 else [])),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
@@ -82,6 +88,11 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.driver.memory": os.environ.get("LAKE_DRIVER_MEMORY", "4g"),
         "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+        # Dates and timestamps are proleptic Gregorian everywhere lake's values come from (Debezium's
+        # epoch days and micros, Spark, Hudi's Parquet): read and write them as they are. Spark's
+        # default refuses (EXCEPTION) a Parquet file not written by Spark 3 holding a date before
+        # 1582-10-15 or a timestamp before 1900, e.g. a DATE '0999-01-01' column in MariaDB.
+        **REBASE,
         # Hudi scans of one table at two instants in one plan break Spark's exchange-reuse
         # canonicalization (ColumnarToRowExec "assertion failed"); rescans need both.
         "spark.sql.exchange.reuse": "false",
@@ -134,8 +145,10 @@ HUDI_STATIC = {
     "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
 }
+REBASE = {f"spark.sql.parquet.{k}": "CORRECTED" for k in ("datetimeRebaseModeInRead", "datetimeRebaseModeInWrite",
+                                                              "int96RebaseModeInRead", "int96RebaseModeInWrite")}
 # Runtime SQL settings of base_conf lake relies on (why: there), set on an adopted session.
-RUNTIME = {"spark.sql.session.timeZone": "UTC", "spark.sql.legacy.timeParserPolicy": "CORRECTED", "spark.sql.exchange.reuse": "false",
+RUNTIME = {**REBASE, "spark.sql.session.timeZone": "UTC", "spark.sql.legacy.timeParserPolicy": "CORRECTED", "spark.sql.exchange.reuse": "false",
            "spark.sql.parquet.enableVectorizedReader": "false", "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true"}
 _ADOPTED: list[SparkSession] = []
 
@@ -202,6 +215,7 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     conf.update(catalog_conf(project.config.catalog))
     conf.update(project.config.spark.conf)
     conf.update(extra or {})
+    _class_sharing(conf)
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
@@ -210,6 +224,22 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     _jvm_stdio_to_log(spark, logs / "jvm-stdout.log")
     check_file_system(spark, project.warehouse)
     return spark
+
+
+def _class_sharing(conf: dict[str, str]) -> None:
+    """For a local driver JVM this process starts: lake's jars on its class path, and the options
+    that map the class data sharing archive of this configuration (framework/runtime/cds.py)."""
+    from pyspark import SparkContext
+
+    if not conf.get("spark.master", "").startswith("local") or SparkContext._gateway is not None:
+        return  # a cluster's JVMs are not ours to tune; a JVM already started keeps its options
+    jars = [j for j in conf.get("spark.jars", "").split(",") if j]
+    class_path = [c for c in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if c]
+    class_path += [j for j in jars if j not in class_path]
+    conf["spark.driver.extraClassPath"] = os.pathsep.join(class_path)
+    sharing = cds.options(class_path, conf.get("spark.driver.memory", ""), conf)
+    if sharing:
+        conf["spark.driver.extraJavaOptions"] = " ".join(filter(None, [conf.get("spark.driver.extraJavaOptions", ""), *sharing]))
 
 
 def ensure_storage(project: Project) -> None:

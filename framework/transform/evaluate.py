@@ -70,11 +70,10 @@ class Evaluator:
         if p.refused:  # an `incremental: strict` model that would fall back (strict.py)
             raise LakeError(p.refused, fix=strictness.allow_once(p.model))
         t0 = time.time()
+        if p.mode == "noop":
+            return noop_result(self.layout, p)
         res = ModelResult(model=p.model.name, strategy=p.analysis.strategy, mode=p.mode, reason=p.reason, upstream=dict(p.end))
         res.upstream_changed = upstream_changes(self.layout, p)
-        if p.mode == "noop":
-            res.rows_read = 0
-            return res
         done = strategies.for_plan(p)(self.ctx, p)
         res.rows_written, res.rows_deleted = done.rows, done.deletes
         res.rows_quarantined, res.checks = done.gate.quarantined, list(done.gate.checks)
@@ -88,6 +87,12 @@ class Evaluator:
         if p.mode == "incremental":
             return sum(changed.values())
         return sum(self.reader.snapshot(u, p.end[u]).count() for u in p.model.upstreams)
+
+
+def noop_result(layout: Layout, p: ModelPlan) -> ModelResult:
+    """The result of a plan with nothing new upstream: nothing read, nothing written (no Spark)."""
+    return ModelResult(model=p.model.name, strategy=p.analysis.strategy, mode="noop", reason=p.reason, upstream=dict(p.end),
+                       upstream_changed=upstream_changes(layout, p), rows_read=0)
 
 
 def upstream_changes(layout: Layout, p: ModelPlan) -> dict[str, int]:

@@ -42,9 +42,9 @@ HOUR_MS = 3_600_000
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
-def lake(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def lake(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(root), *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=600)
+                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=600)
 
 
 def lake_tty(root: Path, *args: str) -> tuple[int, str]:
@@ -148,6 +148,13 @@ def test_plan_then_state_modified(project: LakeProject) -> None:
     assert built[0]["upstream_changed"] == {"ods.t": 3} and built[0]["rows_read"] == 3
     graph = json.loads(ok(lake(project.root, "dag", "state:modified", "--format", "json")))
     assert graph["nodes"] == []  # the build's commit records the new metadata
+    # Nothing new upstream of dws.by_k since: its incremental build is a noop told from the
+    # timeline files, without a JVM (there is no Java to start one with).
+    no_java = {"PATH": str(Path(sys.executable).parent), "JAVA_HOME": str(project.root / "no-java")}
+    again = json.loads(ok(lake(project.root, "build", "dws.by_k", "--incremental", "--json", env=no_java)))
+    assert [(b["model"], b["mode"], b["rows_read"]) for b in again] == [("dws.by_k", "noop", 0)]
+    r = lake(project.root, "build", "dwd.t_rows", "--incremental", env=no_java)  # ods.t has a commit it has not read: Spark
+    assert r.returncode == 1 and "no Java runtime found" in r.stderr, r.stdout + r.stderr
 
 
 def test_freshness_and_check(project: LakeProject) -> None:

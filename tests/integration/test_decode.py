@@ -104,9 +104,20 @@ def test_position_and_ordering_text_sort_like_the_source(spark: Any) -> None:
         [("mysql-bin.000009", 100, 0, 5), ("mysql-bin.000010", 4, 0, 1), ("mysql-bin.000010", 4, 1, 1), ("mysql-bin.000010", 50, 0, 0)],
         "file string, pos long, row long, ts long",
     )
-    src = F.struct(F.col("file").alias("file"), F.col("pos").alias("pos"), F.col("row").alias("row"), F.lit(None).cast("long").alias("lsn"), F.col("ts").alias("ts_ms"))
+    src = F.struct(F.col("file").alias("file"), F.col("pos").alias("pos"), F.col("row").alias("row"), F.lit(None).cast("long").alias("lsn"),
+                   F.lit(None).cast("string").alias("sequence"), F.col("ts").alias("ts_ms"))
     seqs = [r[0] for r in df.select(D.position_seq(src, F.col("ts"))).collect()]
     assert seqs == sorted(seqs)  # binlog order, not ts order
+    # PostgreSQL, in stream (commit) order: two snapshot reads at the snapshot's LSN, the first
+    # transaction after it (no commit streamed yet: sequence[0] null), a transaction that wrote
+    # its change (LSN 120) before the first one's but committed after it, then another.
+    pg = spark.createDataFrame([(None, 100, 9), (None, 100, 8), (None, 150, 7), ("200", 120, 6), ("260", 230, 5), ("260", 240, 4)],
+                               "last string, lsn long, ts long")
+    pg_src = F.struct(F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("pos"), F.lit(None).cast("long").alias("row"),
+                      F.col("lsn"), F.concat(F.lit('['), F.when(F.col("last").isNull(), F.lit("null")).otherwise(F.concat(F.lit('"'), F.col("last"), F.lit('"'))),
+                                            F.lit(',"'), F.col("lsn").cast("string"), F.lit('"]')).alias("sequence"), F.col("ts").alias("ts_ms"))
+    pg_seqs = [r[0] for r in pg.select(D.position_seq(pg_src, F.col("ts"))).collect()]
+    assert pg_seqs[2:] == sorted(pg_seqs[2:]) and max(pg_seqs[:2]) < min(pg_seqs[2:])  # commit order, then LSN
     vals = spark.createDataFrame([(-5,), (3,), (None,), (-(2**62),)], "v bigint")
     enc = {r[0]: r[1] for r in vals.select("v", D.ordering_prefix(F.col("v"), "bigint")).collect()}
     assert enc[None] < enc[-(2**62)] < enc[-5] < enc[3]

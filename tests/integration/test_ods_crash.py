@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ tables:
   - {source: shop.items, key: [sku], type: mor}
 """
 COMPARE = ["_op", "_seq", "_deleted", "_source"]
+# The events of every test that needs no events of its own: those tests share clean runs
+# (`reference`). The tombstone test's kill point is counted on them.
+SEED = 42
 
 
 def _events(seed: int) -> list[list[dict[str, Any]]]:
@@ -62,21 +66,48 @@ def _lake(root: Path, *args: str, env: dict[str, str] | None = None, timeout: fl
     )
 
 
-@pytest.fixture
-def clean_run(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[dict, list]:
-    files = _events(42)
-    lp = LakeProject(tmp_path_factory.mktemp("clean"), TABLES)
-    for f in files:
-        lp.write_cdc(f)
-    lp.ingest(spark)
-    return _snapshot(lp, spark), files
+class Reference:
+    """A clean run: a project that ingested `files` in one process, not killed."""
+
+    def __init__(self, lp: LakeProject, files: list[list[Any]]) -> None:
+        self.lp, self.files = lp, files
+        self._snapshot: dict[str, list[tuple]] | None = None
+
+    def snapshot(self, spark: Any) -> dict[str, list[tuple]]:
+        if self._snapshot is None:
+            self._snapshot = _snapshot(self.lp, spark)
+        return self._snapshot
 
 
-@pytest.mark.parametrize("failpoint", ["after_table_commit:1", "before_table_commit:2"])
-def test_kill_mid_batch_then_rerun(tmp_path: Path, spark: Any, clean_run: tuple[dict, list], failpoint: str) -> None:
-    expected, files = clean_run
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Callable[..., Reference]:
+    """The clean run of (seed, tables, extra lake.yaml, a bad line appended to batch 0), ingested
+    once per module: the tests only read it, and a clean run of three micro-batches is 40-75 s of
+    Hudi commits on the 2-core test machine."""
+    cache: dict[tuple[int, str, str, str | None], Reference] = {}
+
+    def get(seed: int, tables: str = TABLES, extra: str = "", bad_line: str | None = None) -> Reference:
+        key = (seed, tables, extra, bad_line)
+        if key not in cache:
+            files: list[list[Any]] = list(_events(seed))
+            if bad_line is not None:
+                files[0].append(bad_line)
+            lp = LakeProject(tmp_path_factory.mktemp("clean"), tables, lake_extra=extra)
+            for f in files:
+                lp.write_cdc(f)
+            lp.ingest(spark)
+            cache[key] = Reference(lp, files)
+        return cache[key]
+
+    return get
+
+
+# A kill before a table commit is the Kafka test's case (test_ods_kafka.py); here, after one.
+@pytest.mark.parametrize("failpoint", ["after_table_commit:1"])
+def test_kill_mid_batch_then_rerun(tmp_path: Path, spark: Any, reference: Callable[..., Reference], failpoint: str) -> None:
+    clean = reference(SEED)  # one micro-batch: the kill lands inside the only one
     lp = LakeProject(tmp_path, TABLES)
-    for f in files:
+    for f in clean.files:
         lp.write_cdc(f)
     proc = _lake(tmp_path, "ingest", "--once", env={"LAKE_FAILPOINT": failpoint})
     out, _ = proc.communicate(timeout=300)
@@ -87,22 +118,13 @@ def test_kill_mid_batch_then_rerun(tmp_path: Path, spark: Any, clean_run: tuple[
     (killed,) = history.runs(lp.layout)
     assert killed.command == "ingest" and killed.status == "crashed" and "ended without finishing" in (killed.error or "")
     lp.ingest(spark)
-    assert _snapshot(lp, spark) == expected
+    assert _snapshot(lp, spark) == clean.snapshot(spark)
 
 
-def test_kill_at_a_random_moment_then_rerun(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
-    files = _events(7)
+def test_kill_at_a_random_moment_then_rerun(tmp_path_factory: pytest.TempPathFactory, spark: Any, reference: Callable[..., Reference]) -> None:
     # Several micro-batches (one file each) so the kill lands inside the run, wherever it lands.
-    one_file = "ods:\n  source: {kind: files, path: cdc, max_files_per_trigger: 1}\n"
-    clean = LakeProject(tmp_path_factory.mktemp("clean1"), TABLES, lake_extra=one_file)
-    for f in files:
-        clean.write_cdc(f)
-    clean.ingest(spark)
-    expected = _snapshot(clean, spark)
-    tmp_path = tmp_path_factory.mktemp("killed")
-    lp = LakeProject(tmp_path, TABLES, lake_extra=one_file)
-    for f in files:
-        lp.write_cdc(f)
+    clean, lp = _pair(tmp_path_factory, reference, SEED)
+    tmp_path = lp.root
     proc = _lake(tmp_path, "ingest", "--once")
     deadline = time.time() + 120
     # Wait until the first table commit exists, then kill after a random short delay.
@@ -121,20 +143,20 @@ def test_kill_at_a_random_moment_then_rerun(tmp_path_factory: pytest.TempPathFac
     (killed,) = history.runs(lp.layout)
     assert killed.status == "crashed", killed
     lp.ingest(spark)
-    assert _snapshot(lp, spark) == expected
+    assert _snapshot(lp, spark) == clean.snapshot(spark)
 
 
 ONE_FILE = "ods:\n  source: {kind: files, path: cdc, max_files_per_trigger: 1}\n"
 
 
-def _pair(tmp_path_factory: pytest.TempPathFactory, spark: Any, files: list[list[Any]], tables: str = TABLES) -> tuple[LakeProject, LakeProject]:
-    """A clean run of `files` (one micro-batch each) and a project with the same files, not ingested."""
-    clean = LakeProject(tmp_path_factory.mktemp("clean"), tables, lake_extra=ONE_FILE)
+def _pair(tmp_path_factory: pytest.TempPathFactory, reference: Callable[..., Reference], seed: int, tables: str = TABLES,
+          bad_line: str | None = None) -> tuple[Reference, LakeProject]:
+    """The clean run of seed's files (one micro-batch each; shared by the module's tests) and a
+    project with the same files, not ingested."""
+    clean = reference(seed, tables, ONE_FILE, bad_line)
     crashed = LakeProject(tmp_path_factory.mktemp("crashed"), tables, lake_extra=ONE_FILE)
-    for lp in (clean, crashed):
-        for f in files:
-            lp.write_cdc(f)
-    clean.ingest(spark)
+    for f in clean.files:
+        crashed.write_cdc(f)
     return clean, crashed
 
 
@@ -145,12 +167,10 @@ def _killed(lp: LakeProject, *args: str, failpoint: str) -> str:
     return out
 
 
-def test_kill_after_the_last_table_commit_before_the_offset_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
+def test_kill_after_the_last_table_commit_before_the_offset_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any, reference: Callable[..., Reference]) -> None:
     """Every table and the dead letter committed micro-batch 0, Spark has not recorded it: the
     rerun replays it, each table recognises it (no second commit), nothing is doubled."""
-    files = _events(11)
-    files[0].append("{not json")  # a dead letter in batch 0
-    clean, lp = _pair(tmp_path_factory, spark, files)
+    clean, lp = _pair(tmp_path_factory, reference, SEED, bad_line="{not json")  # a dead letter in batch 0
     _killed(lp, "ingest", "--once", failpoint="before_offset_commit:1")
     # Where it landed: batch 0 in every table's last commit and the dead letter, not in Spark's commit log.
     stream = (lp.layout.checkpoint("ods") / "stream").local
@@ -161,8 +181,9 @@ def test_kill_after_the_last_table_commit_before_the_offset_commit(tmp_path_fact
     summary = lp.ingest(spark)
     assert {t.status for t in summary.batches[0].tables.values()} == {"already_committed"}
     assert all(hudi.completed_instants(spark, p)[: len(c)] == c for p, c in commits.items())
-    assert _snapshot(lp, spark) == _snapshot(clean, spark)
-    assert lp.dead_letters(spark) == clean.dead_letters(spark) and len(clean.dead_letters(spark)) == 1
+    assert _snapshot(lp, spark) == clean.snapshot(spark)
+    expected = clean.lp.dead_letters(spark)
+    assert lp.dead_letters(spark) == expected and len(expected) == 1
 
 
 CHECKED = """
@@ -185,11 +206,11 @@ def _tombstones(lp: LakeProject, spark: Any) -> dict[str, list[tuple]]:
     return out
 
 
-def test_kill_between_the_tombstone_write_and_the_table_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
+def test_kill_between_the_tombstone_write_and_the_table_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any, reference: Callable[..., Reference]) -> None:
     """The last micro-batch wrote ods.items' tombstones and the process died before the table's
     commit: the rerun's deletes pass their own tombstones, so it leaves what one clean run leaves
     (rows and tombstones), nothing lost, nothing doubled."""
-    clean, lp = _pair(tmp_path_factory, spark, _events(42))
+    clean, lp = _pair(tmp_path_factory, reference, SEED)
     _killed(lp, "ingest", "--once", failpoint="after_tombstone_commit:7")  # tables in source order: items, orders, users
     items, tomb = lp.layout.table("ods.items"), lp.layout.tombstones("ods.items")
     # Where it landed: items' tombstones have batch 2, the table has batch 1, and live rows the
@@ -199,8 +220,8 @@ def test_kill_between_the_tombstone_write_and_the_table_commit(tmp_path_factory:
     rows, kept = hudi.read(spark, items).select("sku", "_seq"), hudi.read(spark, tomb).select("sku", F.col("_seq").alias("t"))
     assert rows.join(kept, "sku").where("t > _seq").count() > 0
     lp.ingest(spark)
-    assert _snapshot(lp, spark) == _snapshot(clean, spark)
-    assert _tombstones(lp, spark) == _tombstones(clean, spark)
+    assert _snapshot(lp, spark) == clean.snapshot(spark)
+    assert _tombstones(lp, spark) == _tombstones(clean.lp, spark)
 
 
 def _quarantine(lp: LakeProject, spark: Any) -> list[tuple]:
@@ -208,10 +229,10 @@ def _quarantine(lp: LakeProject, spark: Any) -> list[tuple]:
     return sorted(tuple(str(v) for v in r) for r in df.select("_lake_run_id", "_source", "id", "v", "_op", "_lake_failed_checks").collect())
 
 
-def test_kill_between_the_quarantine_write_and_the_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
+def test_kill_between_the_quarantine_write_and_the_commit(tmp_path_factory: pytest.TempPathFactory, spark: Any, reference: Callable[..., Reference]) -> None:
     """A `drop` check quarantined events of ods.users and the process died before the table's
     commit: the rerun commits the batch without them, like a clean run."""
-    clean, lp = _pair(tmp_path_factory, spark, _events(25), CHECKED)  # seed 25: 2 users events quarantined in batch 0, 1 in each later one
+    clean, lp = _pair(tmp_path_factory, reference, 25, CHECKED)  # seed 25: 2 users events quarantined in batch 0, 1 in each later one
     _killed(lp, "ingest", "--once", failpoint="after_quarantine_write:1")
     from framework.runtime import history
 
@@ -223,10 +244,10 @@ def test_kill_between_the_quarantine_write_and_the_commit(tmp_path_factory: pyte
     assert not hudi.table_exists(lp.layout.table("ods.users"))
     assert [hudi.last_commit_metadata(spark, lp.layout.table(f"ods.{t}"))[1]["ods_batch"] for t in ("items", "orders")] == ["0", "0"]
     lp.ingest(spark, run_id="rerun")
-    assert _snapshot(lp, spark) == _snapshot(clean, spark)
+    assert _snapshot(lp, spark) == clean.snapshot(spark)
     # The rerun quarantined what the clean run did; the killed run's rows stay, under its run id.
     mine = [r[1:] for r in _quarantine(lp, spark) if r[0] == "rerun"]
-    assert mine == [r[1:] for r in _quarantine(clean, spark)]
+    assert mine == [r[1:] for r in _quarantine(clean.lp, spark)]
     assert {r[1:] for r in early} <= set(mine)
 
 
@@ -267,10 +288,10 @@ def _kill_inside_a_commit(proc: subprocess.Popen, root: Path, existing_only: boo
     raise AssertionError(f"no commit in flight seen (exit {proc.returncode}):\n{out}")
 
 
-def test_kill_inside_a_hudi_commit_then_the_next_writer_rolls_it_back(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> None:
+def test_kill_inside_a_hudi_commit_then_the_next_writer_rolls_it_back(tmp_path_factory: pytest.TempPathFactory, spark: Any, reference: Callable[..., Reference]) -> None:
     """The process dies while Hudi writes a commit into a table that has data: the instant stays
     in flight; the rerun's first write to that table rolls it back, and the tables equal a clean run."""
-    clean, lp = _pair(tmp_path_factory, spark, _events(23))
+    clean, lp = _pair(tmp_path_factory, reference, SEED)
     proc = _lake(lp.root, "ingest", "--once")
     tl, instant = _kill_inside_a_commit(proc, lp.root, existing_only=True)
     lp.ingest(spark)
@@ -278,31 +299,46 @@ def test_kill_inside_a_hudi_commit_then_the_next_writer_rolls_it_back(tmp_path_f
     assert not [n for n in names if n.startswith(instant)], f"{instant} is still on the timeline: {sorted(names)}"
     rollbacks = [n for n in names if n.endswith(".rollback") and "_" in n and not n.startswith(".")]
     assert rollbacks, sorted(names)
-    assert _snapshot(lp, spark) == _snapshot(clean, spark)
+    assert _snapshot(lp, spark) == clean.snapshot(spark)
 
 
-@pytest.mark.parametrize("where", ["before_bootstrap_commit", "inside the commit"])
-def test_kill_during_bootstrap_then_rerun(tmp_path_factory: pytest.TempPathFactory, spark: Any, where: str) -> None:
-    """`lake ingest --bootstrap` killed before its commit or inside it (a new table's bulk insert
-    left in flight): a rerun of the bootstrap, then CDC from the hand-off position, equals a run
-    that was not killed."""
-    import pandas as pd
+BOOTSTRAP_POSITION = "mysql-bin.000002:100"
 
-    dump = tmp_path_factory.mktemp("dump") / "users.parquet"
-    pd.DataFrame({"id": list(range(1, 41)), "v": [i * 3 % 17 for i in range(1, 41)]}).to_parquet(dump)
+
+def _bootstrap_cdc() -> list[dict[str, Any]]:
     after = [envelope("u" if i % 3 else "d", "shop.users", {"id": i, "v": 0}, None if i % 3 == 0 else {"id": i, "v": 100 + i}, pos=500 + i,
                       file="mysql-bin.000002") for i in range(1, 15)]
     before = [envelope("u", "shop.users", {"id": 1, "v": 0}, {"id": 1, "v": -1}, pos=5, file="mysql-bin.000001")]  # older than the dump
-    args = ("ingest", "--bootstrap", "ods.users", "--path", str(dump), "--position", "mysql-bin.000002:100")
-    runs = []
-    for name in ("clean", "crashed"):
-        lp = LakeProject(tmp_path_factory.mktemp(name), TABLES)
-        lp.write_cdc(before + after)
-        runs.append(lp)
-    clean, lp = runs
-    proc = _lake(clean.root, *args)
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out
+    return before + after
+
+
+@pytest.fixture(scope="module")
+def bootstrapped(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, LakeProject]:
+    """The dump, and a project that bootstrapped ods.users from it and ingested the CDC after it
+    without being killed (in this process; shared by both kill points)."""
+    import pandas as pd
+
+    from framework.ods.bootstrap import run_bootstrap
+
+    dump = tmp_path_factory.mktemp("dump") / "users.parquet"
+    pd.DataFrame({"id": list(range(1, 41)), "v": [i * 3 % 17 for i in range(1, 41)]}).to_parquet(dump)
+    clean = LakeProject(tmp_path_factory.mktemp("clean"), TABLES)
+    clean.write_cdc(_bootstrap_cdc())
+    project = clean.project
+    run_bootstrap(spark, project, project.ods_table("ods.users"), dump, position=BOOTSTRAP_POSITION)
+    clean.ingest(spark)
+    return dump, clean
+
+
+@pytest.mark.parametrize("where", ["before_bootstrap_commit", "inside the commit"])
+def test_kill_during_bootstrap_then_rerun(tmp_path_factory: pytest.TempPathFactory, spark: Any, bootstrapped: tuple[Path, LakeProject], where: str) -> None:
+    """`lake ingest --bootstrap` killed before its commit or inside it (a new table's bulk insert
+    left in flight): a rerun of the bootstrap, then CDC from the hand-off position, equals a run
+    that was not killed."""
+    dump, clean = bootstrapped
+    args = ("ingest", "--bootstrap", "ods.users", "--path", str(dump), "--position", BOOTSTRAP_POSITION)
+    lp = LakeProject(tmp_path_factory.mktemp("crashed"), TABLES)
+    lp.write_cdc(_bootstrap_cdc())
     target = lp.layout.table("ods.users")
     if where == "before_bootstrap_commit":
         _killed(lp, *args, failpoint="before_bootstrap_commit")
@@ -313,8 +349,7 @@ def test_kill_during_bootstrap_then_rerun(tmp_path_factory: pytest.TempPathFacto
     proc = _lake(lp.root, *args)
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, out
-    for p in (clean, lp):
-        p.ingest(spark)
+    lp.ingest(spark)
     assert lp.rows(spark, "users") == clean.rows(spark, "users") and len(clean.rows(spark, "users")) == 40 - 4
     assert _snapshot_users(lp, spark) == _snapshot_users(clean, spark)
 

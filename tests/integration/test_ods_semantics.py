@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from framework.errors import IngestFailed
+from framework.ods.parse import FLATTENED
 from framework.table import hudi
 from tests.helpers import LakeProject, envelope
 
@@ -118,10 +119,12 @@ def test_dead_letter_reasons_and_other_tables_continue(tmp_path: Path, spark: An
         envelope("c", "shop.users", None, {"id": 7, "age": "abc"}, pos=7),      # 9 bad value
         envelope("c", "shop.users", None, {"id": 8, "age": 30}, pos=8),         # 10 fine
         good,                                                                   # 11 fine
+        # 12 a flattened record (ExtractNewRecordState with add.fields and rewritten deletes)
+        '{"id": 9, "name": "flat", "__op": "u", "__lsn": 123, "__source_ts_ms": 1700000000000, "__deleted": "false"}',
     ]
     lp.write_cdc(lines, name="bad.json")
     s = lp.ingest(spark)
-    assert s.dead_letter == 9  # the undecodable value (line 9) counts too
+    assert s.dead_letter == 10  # the undecodable value (line 9) counts too
     reasons = {d["loc"]: d["reason"] for d in lp.dead_letters(spark)}
     assert reasons == {
         "cdc/bad.json:1": "malformed JSON",
@@ -133,6 +136,7 @@ def test_dead_letter_reasons_and_other_tables_continue(tmp_path: Path, spark: An
         "cdc/bad.json:7": "missing or NULL key column (id)",
         "cdc/bad.json:8": "table shop.nobody is not declared in layers/ods/",
         "cdc/bad.json:9": "column age: value cannot be read as INT",
+        "cdc/bad.json:12": FLATTENED,
     }
     assert lp.rows(spark, "users", ["id", "age"]) == [{"id": 8, "age": 30}]
     assert lp.rows(spark, "orders", ["id"]) == [{"id": 1}]

@@ -3,6 +3,7 @@ tombstones (`ods.tombstone_retention_days`): framework/ods/tombstones.py."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,48 @@ def test_a_tombstone_table_whose_first_commit_was_killed_reads_as_empty(tmp_path
     assert lp.rows(spark, "users", ["id"]) == [{"id": 2}]
     # Hudi rolls the killed commit back or keeps its file slice; user 1's tombstone is there either way.
     assert 1 in {r.id for r in hudi.read(spark, lp.layout.tombstones("ods.users")).select("id").collect()}
+
+
+def test_a_replay_older_than_an_expired_tombstone_is_refused(tmp_path: Path, spark: Any) -> None:
+    """Issue 27 item 7. Events dead-lettered while shop.users was undeclared are replayed after a
+    delete's tombstone expired: the one that would re-insert the deleted key is refused (pending,
+    with the reason and the fix; the replay says which and how many), the ones lake can still
+    order are replayed; each batch counts the tombstones it expired; and the flag lets the user
+    replay the refused one on purpose."""
+    from click.testing import CliRunner
+    from rich.console import Console
+
+    from framework.cli.main import main
+    from framework.ods import dead_letter
+    from framework.runtime import terminal
+
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.other, key: [id]}\n", lake_extra="ods: {tombstone_retention_days: 0}\n")
+    # Undeclared: dead-lettered. The source: user 1 inserted at 10 (deleted at 30 below), user 4
+    # at 5 (updated at 35 below), user 3 at 60.
+    held = lp.write_cdc([envelope("c", "shop.users", None, _user(k, f"u{k}"), pos=p) for k, p in ((1, 10), (3, 60), (4, 5))])
+    lp.ingest(spark)
+    (tmp_path / "layers" / "ods" / "tables.yaml").write_text(USERS)
+    lp.write_cdc([envelope("c", "shop.users", None, _user(2, "u2"), pos=20), envelope("d", "shop.users", _user(1, "u1"), None, pos=30),
+                  envelope("u", "shop.users", _user(4, "u4"), _user(4, "u4b"), pos=35)])
+    assert lp.ingest(spark).tombstones_expired == 0
+    lp.write_cdc([envelope("d", "shop.users", _user(2, "u2"), None, pos=50)])  # its tombstone write expires user 1's
+    third = lp.ingest(spark)
+    assert third.tombstones_expired == 1 and third.batches[0].tables["users"].tombstones_expired == 1
+    shown = Console(record=True, width=300)
+    terminal.print_ingest_summary(shown, third)
+    assert "1 tombstone(s) older than ods.tombstone_retention_days removed (ods.users: 1)" in shown.export_text()
+
+    out = CliRunner().invoke(main, ["--project", str(tmp_path), "dead-letter", "replay"], env={"COLUMNS": "400"})
+    assert out.exit_code == 0, out.output
+    flat = " ".join(out.output.split())
+    refused = f"cdc/{held.name}:1"
+    assert "3 events put back through ingest, 2 marked replayed, 1 dead-lettered again" in flat, flat
+    assert "1 refused (ods.users: 1)" in flat and f"e.g. {refused}." in flat and "--allow-expired-tombstones" in flat, flat
+    assert sorted((r["id"], r["name"]) for r in lp.rows(spark, "users", ["id", "name"])) == [(3, "u3"), (4, "u4b")]
+    pending = {r["loc"]: r["reason"] for r in hudi.read(spark, lp.layout.dead_letter).where("replayed_at is null").collect()}
+    assert list(pending) == [refused] and pending[refused].startswith("replay refused, tombstone expired")
+
+    # The user checked the source and wants it back anyway.
+    (again,) = dead_letter.replay(spark, lp.project, None, "tombstone expired", lambda names: contextlib.nullcontext(), allow_expired=True)
+    assert again.selected == 1 and again.replayed == 1 and not again.refused_expired
+    assert sorted(r["id"] for r in lp.rows(spark, "users", ["id"])) == [1, 3, 4]

@@ -164,7 +164,7 @@ def test_dead_letter_replay_after_the_fix(tmp_path: Path, spark: Any) -> None:
     assert shown.exit_code == 0 and "shop.product" in shown.output and "ods.product" in shown.output
     assert "cdc/0002.json:1" in shown.output  # a sample: the first refused event's location
     dry = CliRunner().invoke(main, ["--project", str(tmp_path), "dead-letter", "purge", "--table", "ods.extra"])
-    assert dry.exit_code == 1 and "2 events would be purged" in dry.output
+    assert dry.exit_code == 1 and "2 replayed and 0 pending events match" in dry.output
     done_purge = CliRunner().invoke(main, ["--project", str(tmp_path), "dead-letter", "purge", "--table", "ods.extra", "--yes"])
     assert done_purge.exit_code == 0 and "purged 2 events" in done_purge.output
     assert {g.source_table for g in dead_letter.groups(spark, project, None, None)} == {"shop.product"}
@@ -172,7 +172,9 @@ def test_dead_letter_replay_after_the_fix(tmp_path: Path, spark: Any) -> None:
 
 def test_rebuild_from_the_offsets_a_kafka_topic_still_holds(tmp_path: Path, spark: Any, kafka_broker: Any) -> None:
     """With a Kafka source the rebuild reads the table's topic from its earliest offset, under a
-    checkpoint of its own: the main checkpoint's offsets and the other table stay as they were."""
+    checkpoint of its own: the main checkpoint's offsets and the other table stay as they were.
+    Once retention dropped the segment of rows' last events (issue 27 item 4), the rebuild
+    refuses, counting them, unless --accept-loss; it reports the rows before and after."""
     topic = f"rb{os.getpid()}.shop"
     kafka_broker.create_topic(topic)
     src = {"kind": "kafka", "bootstrap_servers": kafka_broker.bootstrap_servers, "topics": [topic], "connect_timeout_seconds": 20}
@@ -195,3 +197,26 @@ def test_rebuild_from_the_offsets_a_kafka_topic_still_holds(tmp_path: Path, spar
     assert hudi.completed_instants(spark, lp.layout.table("ods.orders")) == orders_before
     assert sorted(p.name for p in (lp.layout.checkpoint("ods") / "stream" / "offsets").local.iterdir()) == offsets
     assert [p.name for p in lp.layout.checkpoint("x").parent.local.iterdir()] == ["ods"]  # its own checkpoint is gone
+
+    # Retention drops offsets 0-2: users 1 and 3 were last written there (user 2 at 6, user 5 at 4).
+    from confluent_kafka import TopicPartition
+
+    admin = kafka_broker.admin()  # kept: its futures resolve only while the client lives
+    (done,) = admin.delete_records([TopicPartition(topic, 0, 3)], operation_timeout=30).values()
+    assert done.result(60).low_watermark == 3
+    before = hudi.completed_instants(spark, lp.layout.table("ods.users"))
+    cli = ["--project", str(tmp_path), "ingest", "--rebuild", "ods.users"]
+    refused = CliRunner().invoke(main, cli, env={"COLUMNS": "400"})
+    flat = " ".join(refused.output.split())
+    assert refused.exit_code == 1 and "would lose 2 of the 4 rows of ods.users" in flat, flat
+    assert f"{topic}/0/0" in flat and f"{topic} partition 0 from offset 3" in flat and "--accept-loss" in flat and "--path DUMP" in flat, flat
+    assert hudi.completed_instants(spark, lp.layout.table("ods.users")) == before  # untouched
+    accepted = CliRunner().invoke(main, [*cli, "--accept-loss"], env={"COLUMNS": "400"})
+    flat = " ".join(accepted.output.split())
+    assert accepted.exit_code == 0 and "4 rows before, 2 rows after (2 the source no longer held were given up" in flat, flat
+    assert _stored(spark, lp, "ods.users", ["id", "city", "score"]) == [r for r in s.live("users") if dict(r)["id"] not in (1, 3)]
+    # The table gone: no rows to count; the main checkpoint started at offset 0, the topic now at 3.
+    shutil.rmtree(lp.layout.table("ods.users").local)
+    gone = CliRunner().invoke(main, cli, env={"COLUMNS": "400"})
+    flat = " ".join(gone.output.split())
+    assert gone.exit_code == 1 and f"Kafka no longer holds {topic} partition 0 offsets 0 to 2" in flat, flat
