@@ -21,15 +21,11 @@ from framework.cli.support import LOCK_TIMEOUT, Ctx, handle_errors, say, stale
 @click.option("--rerun-tests", is_flag=True, help="Run every unit test, also those unchanged since they last passed.")
 @click.option("--env", default=None, metavar="NAME", help="Build into environment NAME (_env/NAME/); other tables are read from production as of a pinned instant.")
 @click.option("--allow-full", is_flag=True, help="Let `incremental: strict` models fall back to a full build (or recompute) this once.")
-@click.option("--restate", default=None, metavar="FIRST..LAST", help="Recompute only the partitions of these days (both included) "
-              "from the current upstreams and overwrite them: 2026-11-01..2026-11-07. Models with `partition_by` only.")
-@click.option("--forward-only", is_flag=True, help="Apply a model change that only adds columns without a full rebuild: rows "
-              "written before hold NULL in the new columns.")
 @LOCK_TIMEOUT
 @click.pass_obj
 @handle_errors
 def build_cmd(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: tuple[str, ...], as_json: bool, skip_tests: bool,
-              rerun_tests: bool, env: str | None, allow_full: bool, restate: str | None, forward_only: bool, lock_timeout: float) -> None:
+              rerun_tests: bool, env: str | None, allow_full: bool, lock_timeout: float) -> None:
     """Build models: dws.user_agg, +dws.user_agg, dwd.order_detail+, layer:dws, tag:finance.
 
     Each model's unit tests run first (`lake test`); a failing test stops that model and its descendants.
@@ -38,10 +34,10 @@ def build_cmd(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: 
     from framework.commands.env import run_env_build
     from framework.modeltest.render import print_results
     from framework.runtime import terminal as report
-    from framework.transform.options import BuildOptions, DateRange
+    from framework.transform.options import BuildOptions
     from framework.transform.runner import selection
 
-    options = BuildOptions(allow_full=allow_full, restate=DateRange.parse(restate) if restate else None, forward_only=forward_only)
+    options = BuildOptions(allow_full=allow_full)
     project = obj.project()
     chosen = selection(project, selectors, exclude)  # config and model errors before Spark starts
     live = contextlib.nullcontext(None) if (obj.quiet or as_json) else report.ModelProgress(obj.console, len(chosen.chosen))

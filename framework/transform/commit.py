@@ -26,7 +26,7 @@ from framework.table import hudi, hudi_layout, kinds
 from framework.table.columns import lake_key, visible_columns
 from framework.table.held import Held, is_held
 from framework.table.lake_table import LakeTable, ProjectDefaults
-from framework.transform import hidden, holders
+from framework.transform import contract, hidden, holders
 from framework.transform.loader import Model
 from framework.transform.plan import ModelPlan
 from framework.transform.reader import TableReader
@@ -83,8 +83,9 @@ class Committer:
         try:
             # Into an existing table, the rows are used twice or more (upserts, the anti-join that
             # finds the deletes, the diff): keep them rather than evaluate the model's query again.
-            if stored is not None or declared or gone is not None:  # (an aggregate's rows split in two below)
+            if stored is not None or declared or gone is not None or contract.reads_rows(m):  # (an aggregate's rows split in two below)
                 out = held(out)
+            contract.enforce(m, out)  # `contract: enforced`: columns, types, NULLs, before any commit
             if declared:
                 _reject_duplicate_keys(m, key, out)
             # The gate evaluates the checks first and drops quarantined rows from `out`, so their keys

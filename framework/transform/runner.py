@@ -78,8 +78,8 @@ def build(
     the order the models were built. `loaded`: the project's models, already loaded. `layout`:
     where tables are (an environment's, framework/envs/layout.py; default production). `stopped`:
     models not to build, with their (failed) results (their unit tests failed): their
-    descendants are skipped like those of a model that failed to build. `options`: `--allow-full`,
-    `--restate`, `--forward-only` (framework/transform/options.py)."""
+    descendants are skipped like those of a model that failed to build. `options`: `--allow-full`
+    (framework/transform/options.py)."""
     models, g = (loaded.models, loaded.graph) if loaded else load(project)
     order = serving_first(g, models, select(g, models, selectors, exclude, project=project, recorded=recorded(project)))
     builder = Evaluator(spark, project, models, run_id=run_id, layout=layout, options=options)
