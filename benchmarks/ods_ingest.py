@@ -290,6 +290,7 @@ def instrument(spark: Any, phases: Phases) -> None:
 
         setattr(owner, attr, wrapper)
 
+    from framework.ods import commit as commit_mod
     from framework.ods import prepare as prepare_mod
 
     W = batch_mod.OdsBatchWriter
@@ -299,7 +300,7 @@ def instrument(spark: Any, phases: Phases) -> None:
     wrap(W, "_state", lambda self, t: f"{t.table_name}: table state (timeline)")
     wrap(prepare_mod, "resolve_columns", lambda parsed, t, *a: f"{t.table_name}: resolve column types")
     wrap(batch_mod, "prepare", lambda ctx, parsed, t, *a: f"{t.table_name}: decode + persist + counts")
-    wrap(batch_mod, "commit_table", lambda ctx, p, *a: f"{p.table.table_name}: gate + commit")
+    wrap(commit_mod, "write_table", lambda ctx, p, *a: f"{p.table.table_name}: tombstones + commit")
     wrap(batch_mod, "write_dead_letter", lambda *a, **k: "dead letter (isEmpty check / write)")
     def hudi_label(df: Any, path: Any, *a: Any) -> str:
         name = str(path).rstrip("/").rsplit("/", 1)[-1]

@@ -11,7 +11,8 @@ from: `file:line` or `topic/partition/offset`), `arrival` (a sortable text of ar
    the bootstrap hand-off, and what goes to the dead letter;
 3. the dead-letter ratio over every cause, before anything commits;
 4. commit.py: the dead letter first (every bad message of the batch, parsing and each table's),
-   then per table: gate it, write its tombstones (tombstones.py), upsert it with Hudi deletes.
+   then every table's gate, then the tables, `ods.commit_threads` at a time: tombstones
+   (tombstones.py), then the upsert with Hudi deletes.
 
 Exactly once: each table's commit records the stream id and batch id. A replayed batch (after a
 crash) skips the tables that already committed it, so a rerun leaves the same tables as one run.
@@ -29,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from framework.errors import IngestFailed, LakeError, QualityGateError
 from framework.ods import rewrite
-from framework.ods.commit import DEAD_LETTER_KEY, commit_table, write_dead_letter
+from framework.ods.commit import DEAD_LETTER_KEY, gate_table, write_dead_letter, write_tables
 from framework.ods.context import BatchContext, TableState
 from framework.ods.discover import auto_create, resolve_keys
 from framework.ods.parse import classify, envelopes, summarize
@@ -143,9 +144,13 @@ class OdsBatchWriter:
                 # skipped when it has the batch already, so writing it first changes nothing else.
                 write_dead_letter(self.ctx, parsed, [d for p in prepared for d in p.dead], batch_id)
                 failpoint("after_dead_letter_commit")
-            for p in prepared:
-                commit_table(self.ctx, p, self._state(p.table), batch_id, cache, blocked)
-                result.tables[p.table.table_name] = p.result
+            gated = [(p, self._state(p.table), rows) for p in prepared
+                     if (rows := gate_table(self.ctx, p, cache, blocked)) is not None]
+            try:
+                write_tables(self.ctx, gated, batch_id)
+            finally:
+                for p in prepared:
+                    result.tables[p.table.table_name] = p.result
         finally:
             for df in cache:
                 df.unpersist()

@@ -1,6 +1,7 @@
-"""The last steps of an ODS micro-batch: the dead letter, then per prepared table: gate it, write
-its tombstones, upsert it (deletes as Hudi deletes), recording the batch in the same Hudi commit
-(stream id, batch id, key, binlog high-water mark).
+"""The last steps of an ODS micro-batch: the dead letter, then the gate of every prepared table
+(one at a time), then per table, several tables at once: write its tombstones, upsert it (deletes
+as Hudi deletes), recording the batch in the same Hudi commit (stream id, batch id, key, binlog
+high-water mark).
 
 Exactly once: a batch replayed after a crash skips the tables that already committed it
 (prepare.py checks each table's state first), and the dead letter skips a batch it has.
@@ -8,6 +9,8 @@ Exactly once: a batch replayed after a crash skips the tables that already commi
 
 from __future__ import annotations
 
+import logging
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Literal
 
 from pyspark.sql import DataFrame
@@ -23,29 +26,39 @@ from framework.runtime.lock import LockHeldError, hold, table_lock
 from framework.table.kinds import DEAD_LETTER_KEY as _KEY
 from models.commit_meta import BatchMark, OdsCommit
 
+log = logging.getLogger(__name__)
 DEAD_LETTER_KEY = list(_KEY)
 DEAD_LETTER_WAIT_SECONDS = 300  # another stream's dead-letter write takes seconds
 
 
-def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, cache: list[DataFrame], blocked: list[QualityGateError]) -> None:
-    """Gate and upsert one prepared table; an `error` check adds its error to `blocked` instead."""
+def gate_table(ctx: BatchContext, p: Prepared, cache: list[DataFrame], blocked: list[QualityGateError]) -> DataFrame | None:
+    """The rows of one prepared table to commit, after its checks (None: nothing to commit, or
+    an `error` check failed, then its error is added to `blocked`). Gates run one table at a time
+    (Great Expectations' context is not shared between threads)."""
     t, tr = p.table, p.result
     if p.rows is None:
-        return
-    status: Literal["ok", "dead_letter"] = "dead_letter" if tr.status == "dead_letter" else "ok"
+        return None
     if tr.upserts + tr.deletes + p.migrated == 0:
-        tr.status = status
-        return
-    commit = p.rows
-    if t.checks:
-        gate = check_table(ctx.spark, ctx.project, t, p.rows, ctx.run_id, cache)
-        tr.checks, tr.quarantined = gate.result.checks, gate.result.quarantined
-        if gate.error is not None:
-            tr.status, tr.reason = "blocked", f"quality gate: {', '.join(gate.error.failed)} failed"
-            blocked.append(gate.error)
-            return
-        commit = gate.rows
-        tr.upserts -= gate.result.quarantined
+        tr.status = "dead_letter" if tr.status == "dead_letter" else "ok"
+        return None
+    if not t.checks:
+        return p.rows
+    gate = check_table(ctx.spark, ctx.project, t, p.rows, ctx.run_id, cache)
+    tr.checks, tr.quarantined = gate.result.checks, gate.result.quarantined
+    if gate.error is not None:
+        tr.status, tr.reason = "blocked", f"quality gate: {', '.join(gate.error.failed)} failed"
+        blocked.append(gate.error)
+        return None
+    tr.upserts -= gate.result.quarantined
+    return gate.rows
+
+
+def write_table(ctx: BatchContext, p: Prepared, st: TableState, commit: DataFrame, batch_id: int) -> None:
+    """Write one gated table: its rewrite in wider types if any, its tombstones, then its upsert
+    with Hudi deletes, recording the batch in the same commit. Touches this table's files and `st`
+    only, so tables are written concurrently (:func:`write_tables`)."""
+    t, tr = p.table, p.result
+    status: Literal["ok", "dead_letter"] = "dead_letter" if tr.status == "dead_letter" else "ok"
     table = ctx.table(t)
     if p.rewrite:  # a widening Hudi cannot make in place: the table is rewritten in the new types first
         rewrite.rewrite(ctx, t, st, p.rewrite)
@@ -66,6 +79,35 @@ def commit_table(ctx: BatchContext, p: Prepared, st: TableState, batch_id: int, 
     st.high_water = p.high_water
     st.migrated = True
     tr.status = status
+
+
+def write_tables(ctx: BatchContext, work: list[tuple[Prepared, TableState, DataFrame]], batch_id: int) -> None:
+    """Write the gated tables, up to `ods.commit_threads` at once: a table's Hudi commits wait on
+    the driver (timeline, listings, many small jobs) while another's tasks run. Every table is
+    attempted even when another fails; the first failure is raised afterwards, so the micro-batch
+    fails with the others committed and the streaming checkpoint unmoved (their replay is
+    recognised, batch.py).
+
+    With a Hive catalog the first table is written alone: its sync creates the database, which
+    concurrent syncs would race to create."""
+    threads = max(1, min(ctx.project.config.ods.commit_threads, len(work)))
+    first = 1 if ctx.project.config.catalog.kind == "hive" and threads > 1 else 0
+    errors: list[tuple[str, BaseException]] = []
+    for p, st, rows in work[:first]:
+        try:
+            write_table(ctx, p, st, rows, batch_id)
+        except Exception as failed:  # noqa: BLE001 - raised below, after the other tables
+            errors.append((p.table.qualified_name, failed))
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lake-ods-commit") as pool:
+        futures = {pool.submit(write_table, ctx, p, st, rows, batch_id): p.table.qualified_name for p, st, rows in work[first:]}
+        for f in as_completed(futures):
+            e = f.exception()
+            if e is not None:
+                errors.append((futures[f], e))
+    if errors:
+        for name, e in errors[1:]:
+            log.error("micro-batch %s: the commit of %s failed too: %s", batch_id, name, e)
+        raise errors[0][1]
 
 
 def write_dead_letter(ctx: BatchContext, parsed: DataFrame, extra: list[DataFrame], batch_id: int) -> None:

@@ -12,6 +12,7 @@ import re
 from typing import Any, NamedTuple
 
 from framework.project import expectations as gx_catalog
+from framework.project.check_cache import ValidatedChecks
 from models.quality import THIS, CheckSpec
 
 SEVERITIES: tuple[str, ...] = ("error", "warn", "drop")
@@ -215,15 +216,21 @@ def parse_checks(raw: list[object]) -> tuple[list[CheckSpec], list[Issue]]:
     specs: list[CheckSpec] = []
     issues: list[Issue] = []
     seen: dict[str, int] = {}
+    validated = ValidatedChecks.open()  # items validated before under this GE version: no GE import
     for i, item in enumerate(raw):
         if isinstance(item, CheckSpec):
             found, problems = [item], list[Issue]()
+        elif (known := validated.get(item)) is not None:
+            found, problems = known, []
         else:
             found, problems = parse_check(item)
+            if not problems:
+                validated.put(item, found)
         issues += [Issue((i, *p.loc), p.problem, p.fix) for p in problems]
         for spec in found:
             if spec.name in seen:
                 issues.append(Issue((i,), f"two checks are named {spec.name!r} (items {seen[spec.name]} and {i})", "give one of them another `name:`"))
             seen[spec.name] = i
             specs.append(spec)
+    validated.save()
     return specs, issues

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 _hits: Counter[str] = Counter()
+_hits_lock = threading.Lock()  # ODS tables commit from several threads
 
 
 def failpoint(name: str) -> None:
@@ -46,8 +47,10 @@ def failpoint(name: str) -> None:
     target, _, nth = spec.partition(":")
     if target != name:
         return
-    _hits[name] += 1
-    if _hits[name] == int(nth or 1):
+    with _hits_lock:
+        _hits[name] += 1
+        hit = _hits[name] == int(nth or 1)
+    if hit:
         os.kill(os.getpid(), signal.SIGKILL)
 
 

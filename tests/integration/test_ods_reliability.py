@@ -276,3 +276,34 @@ def test_binlog_restart_after_failover_is_reported_not_lost(tmp_path: Path, spar
     # Replays of the old server's older events are not flagged.
     lp.write_cdc([_on(1, envelope("c", "shop.users", None, {"id": 2, "name": "b"}, pos=9100, file="mysql-bin.000009", ts=t0 + 1000))])
     assert lp.ingest(spark).dead_letter == 0
+
+
+def test_a_table_whose_commit_fails_leaves_the_others_committed_and_the_batch_replayed(tmp_path: Path, spark: Any) -> None:
+    """Tables commit concurrently (`ods.commit_threads`): one table's failed commit (here its
+    folder cannot be made: a file is in the way) does not stop the others, the micro-batch fails
+    and stays unacknowledged, and the rerun commits that table alone, the others once."""
+    from framework.table.timeline import completed
+
+    lp = LakeProject(tmp_path, """
+        tables:
+          - {source: shop.users, key: [id]}
+          - {source: shop.items, key: [id]}
+          - {source: shop.carts, key: [id]}
+        """, lake_extra="ods: {commit_threads: 3}\n")
+    events = [envelope("c", f"shop.{t}", None, {"id": i, "v": f"{t}{i}"}, pos=100 * n + i)
+              for n, t in enumerate(["users", "items", "carts"]) for i in range(1, 4)]
+    events.append(envelope("d", "shop.users", {"id": 2, "v": "users2"}, None, pos=999))
+    lp.write_cdc(events)
+    blocker = lp.layout.table("ods.items").local
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("not a table")
+    with pytest.raises(Exception, match="ods/items|items"):
+        lp.ingest(spark)
+    assert ids(lp, spark, "users") == [1, 3]
+    assert ids(lp, spark, "carts") == [1, 2, 3]
+    blocker.unlink()
+    lp.ingest(spark)
+    assert ids(lp, spark, "items") == [1, 2, 3]
+    assert ids(lp, spark, "users") == [1, 3]
+    for t in ("users", "carts", "items"):  # the rerun skipped the tables that had the batch
+        assert len(completed(lp.layout.table(f"ods.{t}"))) == 1, t
