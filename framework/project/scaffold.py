@@ -74,6 +74,12 @@ GROUP  BY substring_index(email, '@', -1)
 
 EXAMPLE_YAML = """\
 description: Customers per e-mail domain (an example; delete it or make it yours).
+# The columns and types its readers may rely on: a build whose output differs fails before it
+# commits (`contract: enforced`; remove it to let the output change shape freely).
+contract: enforced
+columns:
+  domain: {type: string, description: the part of the e-mail address after the @}
+  customers: {type: bigint, nullable: false, description: customers with an address in that domain}
 # Unit tests: `lake test` runs the model on these rows only (no warehouse needed); `lake build`
 # runs them before it builds. With `changes:`, lake also builds the model incrementally over the
 # events, as `lake build --incremental` would, and both results must equal `expect:`.
