@@ -65,7 +65,7 @@ def write_table(ctx: BatchContext, p: Prepared, st: TableState, commit: DataFram
     # Tombstones first: a crash before the table's commit leaves tombstones its rerun tolerates
     # (framework/ods/tombstones.py); the other order would lose them.
     tr.tombstones_expired = tombstones.write(ctx, t, commit, batch_id)
-    failpoint("after_tombstone_commit")
+    failpoint("after_tombstone_commit", t.qualified_name)
     # The newest source.ts_ms of the batch's events is what `lake freshness` measures from.
     mark = OdsCommit(stream=ctx.stream_id, batch=batch_id, key=list(t.key), tombstones=True, high_water=p.high_water,
                      event_ts_max=round(tr.event_ts_max.timestamp() * 1000) if tr.event_ts_max is not None else None)

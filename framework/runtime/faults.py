@@ -1,7 +1,8 @@
 """Fault injection for crash and concurrency tests; unset in normal runs, both are no-ops.
 
 `LAKE_FAILPOINT=<name>[:<n>]` kills the process (SIGKILL) the n-th time (default first) execution
-reaches `failpoint(<name>)`. `LAKE_PAUSE=<name>:<dir>` makes `pausepoint(<name>)` announce the
+reaches `failpoint(<name>)`; `<name>@<table>[:<n>]` counts one ODS table's hits only (tables
+commit concurrently). `LAKE_PAUSE=<name>:<dir>` makes `pausepoint(<name>)` announce the
 process (file `<dir>/<name>.<pid>`) and wait until `<dir>/go` exists (at most 10 minutes): a test
 lets several processes reach a point, then releases them together. Every failpoint is a pause
 point too: a test can hold a process there (to see what it holds, or to kill it from outside).
@@ -39,17 +40,20 @@ _hits: Counter[str] = Counter()
 _hits_lock = threading.Lock()  # ODS tables commit from several threads
 
 
-def failpoint(name: str) -> None:
+def failpoint(name: str, scope: str | None = None) -> None:
+    """`scope` (e.g. the ODS table, `ods.items`) lets `LAKE_FAILPOINT=<name>@<scope>[:<n>]` count
+    only that table's hits: ODS tables commit concurrently, so a count over all of them does not
+    say which table the kill lands in."""
     pausepoint(name)
     spec = os.environ.get("LAKE_FAILPOINT")
     if not spec:
         return
     target, _, nth = spec.partition(":")
-    if target != name:
+    if target != name and (scope is None or target != f"{name}@{scope}"):
         return
     with _hits_lock:
-        _hits[name] += 1
-        hit = _hits[name] == int(nth or 1)
+        _hits[target] += 1
+        hit = _hits[target] == int(nth or 1)
     if hit:
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -69,20 +73,24 @@ def pausepoint(name: str) -> None:
 
 
 @contextmanager
-def watch_creation(kind: str, table: Path | None) -> Iterator[None]:
+def watch_creation(kind: str, table: Path | None, scope: str | None = None) -> Iterator[None]:
     """Around the first commit of a new table of `kind` at `table` (None: not on the local disk):
     `LAKE_FAILPOINT=creating_<kind>[:<n>]` / `created_<kind>[:<n>]` kill the process from a
-    watching thread when `.hoodie/` / `.hoodie/hoodie.properties` appears."""
+    watching thread when `.hoodie/` / `.hoodie/hoodie.properties` appears; `...@<scope>` (the
+    table's name, e.g. `creating_ods@ods.c`) counts that table's creation only."""
     spec = os.environ.get("LAKE_FAILPOINT")
     target, _, nth = (spec or "").partition(":")
-    if table is None or target not in (f"creating_{kind}", f"created_{kind}"):
+    point, _, only = target.partition("@")
+    if table is None or point not in (f"creating_{kind}", f"created_{kind}") or (only and only != scope):
         yield
         return
-    _hits[target] += 1
-    if _hits[target] != int(nth or 1):
+    with _hits_lock:
+        _hits[target] += 1
+        hit = _hits[target] == int(nth or 1)
+    if not hit:
         yield
         return
-    watched = table / ".hoodie" if target.startswith("creating_") else table / ".hoodie" / "hoodie.properties"
+    watched = table / ".hoodie" if point.startswith("creating_") else table / ".hoodie" / "hoodie.properties"
     done = threading.Event()
 
     def watch() -> None:

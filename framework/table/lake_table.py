@@ -110,13 +110,14 @@ class LakeTable:
             self.settle()
         opts = self.options(operation or (self.spec.first_operation if new else None))
         opts.update(options or {})
+        scope = self.spec.sql_name or self.spec.name  # failpoints `<name>@<scope>` (framework/runtime/faults.py)
         if self.spec.before:
-            failpoint(self.spec.before)
+            failpoint(self.spec.before, scope)
         local = self.location.local if self.location.is_local else None
-        with watch_creation(self.spec.kind, local) if new else nullcontext():
+        with watch_creation(self.spec.kind, local, scope) if new else nullcontext():
             hudi.write(df, self.location, opts, record.to_meta() if record is not None else {})
         if self.spec.after:
-            failpoint(self.spec.after)
+            failpoint(self.spec.after, scope)
         done = timeline.completed(self.location)
         return done[-1]
 

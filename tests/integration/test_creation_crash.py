@@ -98,8 +98,9 @@ def test_kills_inside_every_kind_of_table_creation_then_the_next_run_goes_on(tmp
     # Each kill lands inside the creation of the table it names; the run after it must recover
     # that table (nothing was committed in it) and go on to the next creation.
     chain = [
-        ("creating_ods", lay.table("ods.c")),  # no hoodie.properties yet
-        ("created_tombstones", lay.tombstones("ods.users")),  # hoodie.properties, no commit
+        # ODS tables are created concurrently: the kill names the table it waits for.
+        ("creating_ods@ods.c", lay.table("ods.c")),  # no hoodie.properties yet
+        ("created_tombstones@users_tombstones", lay.tombstones("ods.users")),  # hoodie.properties, no commit
         ("created_hidden", lay.hidden("dws.by_city")),
         ("creating_model", lay.table("dws.by_city")),
     ]
