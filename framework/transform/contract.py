@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from framework.errors import LakeError
-from framework.table.columns import visible_columns
+from framework.table.columns import live, visible_columns
 from framework.transform.loader import Model
 from models.contract import normal_type
 
@@ -24,7 +24,8 @@ class ContractViolation(LakeError):
 def schema_problems(m: Model, rows: DataFrame) -> list[str]:
     """How the output's columns differ from the contract (empty: they match)."""
     declared = m.config.column_contracts
-    have = {f.name: normal_type(f.dataType.simpleString()) for f in rows.schema.fields if f.name in visible_columns(rows)}
+    shown = set(visible_columns(rows))
+    have = {f.name: normal_type(f.dataType.simpleString()) for f in rows.schema.fields if f.name in shown}
     problems = [f"column {c!r} is declared ({declared[c].type}) but the model does not return it" for c in declared if c not in have]
     problems += [f"column {c!r} ({t}) is returned but not declared" for c, t in have.items() if c not in declared]
     problems += [f"column {c!r} is {have[c]}, the contract says {d.type}" for c, d in declared.items() if c in have and have[c] != d.type]
@@ -52,8 +53,7 @@ def enforce(m: Model, rows: DataFrame) -> None:
     if not reads_rows(m):
         return
     required = [c for c, d in m.config.column_contracts.items() if not d.nullable]
-    live = rows.where(~F.col("_deleted")) if "_deleted" in rows.columns else rows
-    counts = live.agg(*[F.count(F.when(F.col(f"`{c}`").isNull(), 1)).alias(c) for c in required]).first()
+    counts = rows.where(live(rows)).agg(*[F.count(F.when(F.col(f"`{c}`").isNull(), 1)).alias(c) for c in required]).first()
     nulls = {c: int(counts[c]) for c in required} if counts is not None else {}
     bad = [f"column {c!r} holds NULL in {n} row(s)" for c, n in nulls.items() if n]
     if bad:
