@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime, timezone
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +51,29 @@ class BatchMark(CommitRecord):
         if "ods_stream" not in meta:
             return None
         return cls(stream=meta["ods_stream"], batch=int(meta.get("ods_batch", "-1")))
+
+
+class TombstoneMark(BatchMark):
+    """A tombstone table's commit: its micro-batch, and a lower bound of the `_deleted_at` of every
+    tombstone it holds after the commit (None: not known, from a version before it was kept). While
+    that bound is inside the retention, nothing can have expired and the next batch need not read
+    the tombstone table to find out."""
+
+    oldest: datetime | None = None
+
+    def to_meta(self) -> dict[str, str]:
+        out = super().to_meta()
+        if self.oldest is not None:
+            out["tombstones_oldest"] = self.oldest.astimezone(timezone.utc).isoformat()
+        return out
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, str]) -> TombstoneMark | None:
+        mark = BatchMark.from_meta(meta)
+        if mark is None:
+            return None
+        oldest = meta.get("tombstones_oldest")
+        return cls(stream=mark.stream, batch=mark.batch, oldest=datetime.fromisoformat(oldest) if oldest else None)
 
 
 class OdsCommit(CommitRecord):

@@ -21,7 +21,10 @@ ingested) are removed with the next tombstone write, counted in the batch's resu
 (`tombstones_expired`). An event older than a delete whose tombstone expired would re-insert the
 deleted key, so the greatest `_seq` ever expired, the table's expiry horizon, is kept beside the
 tombstone table (`<name>.expired.json`, written before the commit that removes them: a crash in
-between leaves a horizon too far, never too short). A dead-letter replay refuses (dead-letters
+between leaves a horizon too far, never too short). Each tombstone commit records a lower bound
+of the `_deleted_at` it keeps (`TombstoneMark.oldest`): while that is inside the retention the
+next write does not read the tombstone table to expire entries, so a batch costs what its own
+deletes cost, not what the table holds. A dead-letter replay refuses (dead-letters
 again, with the reason and the fix) each event older than the horizon whose key is neither live
 in the table nor tombstoned: lake no longer knows whether a delete of it came later. Only
 replays are checked: a normal ingest reads new events.
@@ -40,7 +43,7 @@ from framework.ods.context import BatchContext
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
 from framework.table.columns import live
-from models.commit_meta import BatchMark
+from models.commit_meta import TombstoneMark
 from models.config import OdsTable
 
 # The commit metadata key every ODS commit carries once its table keeps tombstones (no soft deletes
@@ -152,23 +155,40 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> int
     new = last.where(F.col("_lake_last._deleted")).select(
         *keys, F.col("_seq"), F.col("_lake_last._ingested_at").alias("_deleted_at"), F.lit(False).alias("_hoodie_is_deleted"))
     out = new
+    kept_from: datetime | None = None  # a lower bound of the `_deleted_at` of the tombstones kept
     if table.committed():
-        days = ctx.project.config.ods.tombstone_retention_days
-        old = table.read(ctx.spark)
-        cutoff = datetime.now(timezone.utc) - timedelta(days=days)
-        expired = old.where(F.col("_deleted_at") < F.lit(cutoff)).select(*keys, "_seq", "_deleted_at").join(
-            new.select(*keys), list(t.key), "left_anti")
-        out = new.unionByName(expired.withColumn("_hoodie_is_deleted", F.lit(True)))
-    counts = {r["gone"]: (r["n"], r["seq"]) for r in out.groupBy(F.col("_hoodie_is_deleted").alias("gone"))
-              .agg(F.count(F.lit(1)).alias("n"), F.max("_seq").alias("seq")).collect()}
+        cutoff = datetime.now(timezone.utc) - timedelta(days=ctx.project.config.ods.tombstone_retention_days)
+        last_commit = table.last_commit()
+        mark = TombstoneMark.from_meta(last_commit.lake) if last_commit is not None else None
+        if mark is not None and mark.oldest is not None and mark.oldest >= cutoff:
+            kept_from = mark.oldest  # no tombstone is old enough to expire: the table is not read
+        else:
+            old = table.read(ctx.spark)
+            expired = old.where(F.col("_deleted_at") < F.lit(cutoff)).select(*keys, "_seq", "_deleted_at").join(
+                new.select(*keys), list(t.key), "left_anti")
+            out = new.unionByName(expired.withColumn("_hoodie_is_deleted", F.lit(True)))
+            kept_from = _micros(old.where(F.col("_deleted_at") >= F.lit(cutoff)).agg(F.min(_deleted_micros())).collect()[0][0])
+    counts = {r["gone"]: (r["n"], r["seq"], _micros(r["oldest"])) for r in out.groupBy(F.col("_hoodie_is_deleted").alias("gone"))
+              .agg(F.count(F.lit(1)).alias("n"), F.max("_seq").alias("seq"), F.min(_deleted_micros()).alias("oldest")).collect()}
     if not counts:
         return 0
-    n_expired, newest = counts.get(True, (0, None))
+    n_expired, newest, _ = counts.get(True, (0, None, None))
     if newest is not None:
         _raise_horizon(ctx.layout, t.qualified_name, newest)
+    oldest = min((d for d in (kept_from, counts.get(False, (0, None, None))[2]) if d is not None), default=None)
     # A table whose creation a kill interrupted (no completed commit) is removed first (LakeTable.settle).
-    table.commit(out, BatchMark(stream=ctx.stream_id, batch=batch_id))
+    table.commit(out, TombstoneMark(stream=ctx.stream_id, batch=batch_id, oldest=oldest))
     return int(n_expired)
+
+
+# `_deleted_at` as microseconds since the epoch: a Python datetime collected from Spark is in the
+# driver's local time zone, the epoch is not.
+def _deleted_micros() -> Column:
+    return F.expr("unix_micros(_deleted_at)")
+
+
+def _micros(us: int | None) -> datetime | None:
+    return None if us is None else datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)
 
 
 def _raise_horizon(layout: Layout, qualified: str, seq: str) -> None:

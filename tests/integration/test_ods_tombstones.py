@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from framework.table import hudi
+from framework.table import hudi, timeline
 from tests.helpers import LakeProject, envelope
 from tests.integration.test_ods_outside_readers import read_by_path
 
@@ -71,6 +71,35 @@ def test_tombstones_older_than_the_retention_are_removed(tmp_path: Path, spark: 
     lp.write_cdc(ins)  # the replay
     lp.ingest(spark)
     assert lp.rows(spark, "users", ["id"]) == [{"id": 1}]
+
+
+def test_each_tombstone_commit_bounds_its_oldest_entry_and_a_shorter_retention_still_expires(tmp_path: Path, spark: Any) -> None:
+    """A tombstone commit records a lower bound of the `_deleted_at` it keeps, so a batch need not
+    read the table while nothing can have expired: the bound is never above an entry the table
+    holds, and a retention shortened since (nothing recorded assumed it) still expires them."""
+    from models.commit_meta import TombstoneMark
+
+    lp = LakeProject(tmp_path, USERS)
+    tomb = lp.layout.tombstones("ods.users")
+
+    def bound_and_entries() -> tuple[Any, list[Any]]:
+        mark = TombstoneMark.from_meta(timeline.commits(tomb)[-1].lake)
+        assert mark is not None and mark.oldest is not None
+        held = [r[0] for r in hudi.read(spark, tomb).select(F.expr("timestamp_micros(unix_micros(_deleted_at))")).collect()]
+        return mark.oldest.replace(tzinfo=None), held
+
+    lp.write_cdc([*(envelope("c", "shop.users", None, _user(k, f"u{k}"), pos=100 + k) for k in (1, 2, 3)),
+                  envelope("d", "shop.users", _user(1, "u1"), None, pos=201)])
+    lp.ingest(spark)
+    lp.write_cdc([envelope("d", "shop.users", _user(2, "u2"), None, pos=202)])
+    lp.ingest(spark)  # within the retention (30 days): the bound is the first delete's time
+    oldest, held = bound_and_entries()
+    assert len(held) == 2 and oldest == min(held)
+    (tmp_path / "lake.yaml").write_text((tmp_path / "lake.yaml").read_text() + "ods: {tombstone_retention_days: 0}\n")
+    lp.write_cdc([envelope("d", "shop.users", _user(3, "u3"), None, pos=203)])
+    assert lp.ingest(spark).tombstones_expired == 2
+    oldest, held = bound_and_entries()
+    assert len(held) == 1 and oldest == held[0]
 
 
 def test_a_tombstone_table_whose_first_commit_was_killed_reads_as_empty(tmp_path: Path, spark: Any) -> None:
