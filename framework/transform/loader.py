@@ -143,13 +143,13 @@ def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue
     sidecar = cfg_path if cfg_path.exists() else None
     # Only what the model computes counts for a rebuild; description, tags, checks and comments
     # do not (framework/transform/fingerprint.py).
-    hashes = {"metadata_fingerprint": fp.metadata(cfg), "legacy_fingerprint": fp.legacy(text, cfg)}
+    meta, legacy = fp.metadata(cfg), fp.legacy(text, cfg)
     if path.suffix == ".py":
         if not cfg.depends_on:
             issues.append(ConfigIssue(rel + cfg_path.name, None, "depends_on", f"the Python model {layer}.{stem} declares no upstream tables", f"add `depends_on: [ods.some_table]` to {rel}{cfg_path.name}"))
             return None
         return Model(f"{layer}.{stem}", layer, stem, "python", path, cfg, None, tuple(u.lower() for u in cfg.depends_on),
-                     fp.data("python", text, cfg), sidecar, **hashes)
+                     fp.data("python", text, cfg), sidecar, meta, legacy)
     try:
         ups = sql_tables(text)
     except sqlglot.errors.ParseError as e:
@@ -160,4 +160,4 @@ def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue
     if unqualified:
         issues.append(ConfigIssue(rel + path.name, None, "(sql)", f"table {unqualified[0]!r} has no layer", f"name it with its layer, e.g. ods.{unqualified[0]}"))
         return None
-    return Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fp.data("sql", text, cfg), sidecar, **hashes)
+    return Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fp.data("sql", text, cfg), sidecar, meta, legacy)

@@ -125,8 +125,8 @@ def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: B
 
 def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, strict: bool = False) -> ModelPlan:
     if m.kind == "seed":  # its content hash alone decides (framework/transform/seed.py)
-        mode, reason = seed.mode(m, state.targets.get(m.name, TargetState()).fingerprint)
-        return ModelPlan(m, a, mode, reason, {})
+        seed_mode, why = seed.mode(m, state.targets.get(m.name, TargetState()).fingerprint)
+        return ModelPlan(m, a, seed_mode, why, {})
     end: dict[str, str] = {}
     for u in m.upstreams:
         up = state.upstreams.get(u)

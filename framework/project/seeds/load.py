@@ -144,7 +144,8 @@ def _columns(rel: str, yrel: str, names: list[str], body: list[tuple[int, list[s
     for i, n in enumerate(names):
         declared = cfg.columns[n].type if n in cfg.columns else None
         types.append(normalize(declared) if declared else infer([r[i] for _, r in body]))
-    rows, issues = [], []
+    rows: list[list[str | None]] = []
+    issues: list[ConfigIssue] = []
     for line, row in body:
         out: list[str | None] = []
         for i, v in enumerate(row):
@@ -171,7 +172,7 @@ def _key_issues(rel: str, yrel: str, names: list[str], body: list[tuple[int, lis
         k = tuple(row[i] for i in idx)
         if cfg.key and any(v is None for v in k):
             col = names[idx[[v is None for v in k].index(True)]]
-            out.append(ConfigIssue(rel, line, col, f"the key column {col} is empty", f"give it a value (key: {cfg.key} in {yrel})"))
+            out.append(ConfigIssue(rel, line, col, f"the key column {col} is empty", f"give it a value (`key: [{', '.join(cfg.key)}]` in {yrel})"))
         elif k in seen:
             what = f"key ({', '.join(cfg.key)})" if cfg.key else "row (a seed without `key:` keeps one row per distinct row)"
             out.append(ConfigIssue(rel, line, ",".join(cfg.key or names), f"repeats the {what} of line {seen[k]}",
