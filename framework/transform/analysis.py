@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from framework.errors import ConfigIssue, LakeError
+from framework.transform import seed
 from framework.transform.strategy import Analysis, analyze
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ KeyOf = Callable[[str], "tuple[str, ...] | None"]
 def analyze_model(m: Model, upstream_key: KeyOf) -> Analysis:
     """The strategy of model `m` given the keys of its upstreams; ValueError for an impossible
     `strategy:` override of a SQL model."""
+    if m.kind == "seed":
+        return seed.analysis(m)
     if m.kind == "python":
         key = tuple(m.config.key) if m.config.key else None
         if m.config.strategy in (None, "rescan") and key:

@@ -1,4 +1,5 @@
-"""Discover and parse the models under `layers/dwd/` and `layers/dws/`.
+"""Discover and parse the models under `layers/dwd/` and `layers/dws/`, and the seeds of
+`layers/seed/` (framework/transform/seed.py), which build like models without upstreams.
 
 A model is `<layer>/<stem>.sql` (one Spark SQL SELECT naming its upstream tables directly) or
 `<layer>/<stem>.py` (one function taking a context and returning a DataFrame), with an optional
@@ -18,6 +19,7 @@ from sqlglot import exp
 
 from framework.errors import ConfigError, ConfigIssue
 from framework.project.config import Project, load_model
+from framework.project.seeds.load import SeedData, read_seed, seed_files
 from framework.transform import fingerprint as fp
 from framework.transform.analysis import strategy_issues
 from models.config import _IDENT, ModelConfig
@@ -30,7 +32,7 @@ class Model:
     name: str
     layer: str
     stem: str
-    kind: Literal["sql", "python"]
+    kind: Literal["sql", "python", "seed"]
     path: Path
     config: ModelConfig
     sql: str | None
@@ -39,6 +41,7 @@ class Model:
     config_path: Path | None = None
     metadata_fingerprint: str = ""  # description, tags, checks, ...: never a rebuild
     legacy_fingerprint: str = ""  # what lake recorded before the data/metadata split
+    seed: SeedData | None = None  # a seed's typed rows (kind "seed")
 
     @property
     def rel(self) -> str:
@@ -80,6 +83,9 @@ def load_models(project: Project) -> dict[str, Model]:
             model = _load_one(layer, stem, paths, issues)
             if model is not None:
                 found[model.name] = model
+    seeds, seed_issues = load_seeds(project)
+    issues += seed_issues
+    found.update(seeds)
     known = {t.qualified_name for t in project.ods_tables} | set(found)
     for m in found.values():
         for u in m.upstreams:
@@ -93,6 +99,25 @@ def load_models(project: Project) -> dict[str, Model]:
     if issues:
         raise ConfigError(issues)
     return found
+
+
+def load_seeds(project: Project) -> tuple[dict[str, Model], list[ConfigIssue]]:
+    """Every seed of `layers/seed/` as a model without upstreams (framework/transform/seed.py);
+    the problems of the others."""
+    out: dict[str, Model] = {}
+    issues: list[ConfigIssue] = []
+    for path in seed_files(project.root):
+        data, found = read_seed(project.root, path)
+        issues += found
+        if data is None:
+            continue
+        c = data.config
+        cfg = ModelConfig(key=c.key, tags=c.tags, description=c.description, owner=c.owner, checks=c.checks,
+                          columns={n: col.description for n, col in c.columns.items() if col.description})
+        yaml_path = path.with_suffix(".yaml")
+        out[data.name] = Model(data.name, "seed", path.stem, "seed", path, cfg, None, (), data.content_hash,
+                               yaml_path if yaml_path.exists() else None, fp.metadata(cfg), seed=data)
+    return out, issues
 
 
 def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue]) -> Model | None:
@@ -118,13 +143,13 @@ def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue
     sidecar = cfg_path if cfg_path.exists() else None
     # Only what the model computes counts for a rebuild; description, tags, checks and comments
     # do not (framework/transform/fingerprint.py).
-    hashes = {"metadata_fingerprint": fp.metadata(cfg), "legacy_fingerprint": fp.legacy(text, cfg)}
+    meta, legacy = fp.metadata(cfg), fp.legacy(text, cfg)
     if path.suffix == ".py":
         if not cfg.depends_on:
             issues.append(ConfigIssue(rel + cfg_path.name, None, "depends_on", f"the Python model {layer}.{stem} declares no upstream tables", f"add `depends_on: [ods.some_table]` to {rel}{cfg_path.name}"))
             return None
         return Model(f"{layer}.{stem}", layer, stem, "python", path, cfg, None, tuple(u.lower() for u in cfg.depends_on),
-                     fp.data("python", text, cfg), sidecar, **hashes)
+                     fp.data("python", text, cfg), sidecar, meta, legacy)
     try:
         ups = sql_tables(text)
     except sqlglot.errors.ParseError as e:
@@ -135,4 +160,4 @@ def _load_one(layer: str, stem: str, paths: list[Path], issues: list[ConfigIssue
     if unqualified:
         issues.append(ConfigIssue(rel + path.name, None, "(sql)", f"table {unqualified[0]!r} has no layer", f"name it with its layer, e.g. ods.{unqualified[0]}"))
         return None
-    return Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fp.data("sql", text, cfg), sidecar, **hashes)
+    return Model(f"{layer}.{stem}", layer, stem, "sql", path, cfg, text.strip().rstrip(";"), tuple(ups), fp.data("sql", text, cfg), sidecar, meta, legacy)

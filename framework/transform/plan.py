@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from framework.table.hudi import Instant
+from framework.transform import seed
 from framework.transform import strict as strictness
 from framework.transform.loader import Model
 from framework.transform.strategy import Analysis
@@ -123,6 +124,9 @@ def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: B
 
 
 def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, strict: bool = False) -> ModelPlan:
+    if m.kind == "seed":  # its content hash alone decides (framework/transform/seed.py)
+        seed_mode, why = seed.mode(m, state.targets.get(m.name, TargetState()).fingerprint)
+        return ModelPlan(m, a, seed_mode, why, {})
     end: dict[str, str] = {}
     for u in m.upstreams:
         up = state.upstreams.get(u)

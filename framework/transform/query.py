@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from framework.errors import LakeError
+from framework.transform import seed
 from framework.transform.loader import Model
 
 _views = itertools.count()
@@ -39,6 +40,8 @@ def run_query(spark: SparkSession, m: Model, inputs: dict[str, DataFrame]) -> Da
     """The model's output over the given upstream DataFrames."""
     if m.kind == "python":
         return python_model(m)(ModelContext(spark, inputs))
+    if m.kind == "seed":
+        return seed.frame(spark, m)
     assert m.sql is not None
     names = {}
     for u, df in inputs.items():
