@@ -15,6 +15,7 @@ from typing import Literal
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from framework.errors import QualityGateError
 from framework.ods import rewrite, tombstones
@@ -72,13 +73,26 @@ def write_table(ctx: BatchContext, p: Prepared, st: TableState, commit: DataFram
     # Deletes are Hudi deletes: the table holds live rows only, for every reader; `_deleted` stays
     # a column (false) so tables written before tombstones and readers that filter on it still work.
     rows = commit.withColumn("_hoodie_is_deleted", F.col("_deleted")).withColumn("_deleted", F.lit(False))
-    table.commit(rows, mark)  # failpoints before_table_commit / after_table_commit
+    if table.committed():
+        table.commit(rows, mark)  # failpoints before_table_commit / after_table_commit
+    else:
+        table.commit(first_load(rows, t.key), mark, operation="bulk_insert")
     st.columns = dict(p.target)
     st.key = list(t.key)
     st.last_stream, st.last_batch = ctx.stream_id, batch_id
     st.high_water = p.high_water
     st.migrated = True
     tr.status = status
+
+
+def first_load(rows: DataFrame, key: list[str]) -> DataFrame:
+    """The rows of a table's first commit, which Hudi bulk-inserts: no index to look up, no file to
+    merge with. What an upsert's precombine on `_seq` keeps, done here: the last event of each
+    key, and none for a key whose last event is a delete (its tombstone is written all the same).
+    The table's lock (`lake ingest` holds it) keeps another writer from a first load of its own."""
+    last = Window.partitionBy(*[F.col(f"`{k}`") for k in key]).orderBy(F.col("_seq").desc())
+    return (rows.withColumn("_lake_last", F.row_number().over(last)).where("_lake_last = 1 AND NOT _hoodie_is_deleted")
+            .drop("_lake_last"))
 
 
 def write_tables(ctx: BatchContext, work: list[tuple[Prepared, TableState, DataFrame]], batch_id: int) -> None:

@@ -156,7 +156,8 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> int
         *keys, F.col("_seq"), F.col("_lake_last._ingested_at").alias("_deleted_at"), F.lit(False).alias("_hoodie_is_deleted"))
     out = new
     kept_from: datetime | None = None  # a lower bound of the `_deleted_at` of the tombstones kept
-    if table.committed():
+    first = not table.committed()  # one row per key, none deleted: a bulk insert
+    if not first:
         cutoff = datetime.now(timezone.utc) - timedelta(days=ctx.project.config.ods.tombstone_retention_days)
         last_commit = table.last_commit()
         mark = TombstoneMark.from_meta(last_commit.lake) if last_commit is not None else None
@@ -177,7 +178,7 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> int
         _raise_horizon(ctx.layout, t.qualified_name, newest)
     oldest = min((d for d in (kept_from, counts.get(False, (0, None, None))[2]) if d is not None), default=None)
     # A table whose creation a kill interrupted (no completed commit) is removed first (LakeTable.settle).
-    table.commit(out, TombstoneMark(stream=ctx.stream_id, batch=batch_id, oldest=oldest))
+    table.commit(out, TombstoneMark(stream=ctx.stream_id, batch=batch_id, oldest=oldest), operation="bulk_insert" if first else None)
     return int(n_expired)
 
 
