@@ -56,8 +56,12 @@ FLATTENED = ("a flattened record (Debezium's ExtractNewRecordState: `__op`/`__de
 
 
 def _flattened(has_payload: Column) -> Column:
+    """Whether a message without `op` is a flattened record (NULL for a message with `op`, which
+    `classify` never asks about): each lookup parses the message's text again, so a row event,
+    nearly every message, is not looked into."""
     body = F.when(has_payload, F.col("env.payload")).otherwise(F.col("value"))
-    return F.get_json_object(body, "$.__op").isNotNull() | F.get_json_object(body, "$.__deleted").isNotNull()
+    flat = F.get_json_object(body, "$.__op").isNotNull() | F.get_json_object(body, "$.__deleted").isNotNull()
+    return F.when(F.col("p.op").isNull(), flat)
 
 
 def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
