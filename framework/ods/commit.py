@@ -24,6 +24,7 @@ from framework.ods.prepare import Prepared
 from framework.quality.ods_gate import check_table
 from framework.runtime.faults import failpoint, pausepoint
 from framework.runtime.lock import LockHeldError, hold, table_lock
+from framework.table import hudi
 from framework.table.kinds import DEAD_LETTER_KEY as _KEY
 from models.commit_meta import BatchMark, OdsCommit
 
@@ -76,7 +77,8 @@ def write_table(ctx: BatchContext, p: Prepared, st: TableState, commit: DataFram
     if table.committed():
         table.commit(rows, mark)  # failpoints before_table_commit / after_table_commit
     else:
-        table.commit(first_load(rows, t.key), mark, operation="bulk_insert")
+        partition = t.partition_by.derived_name if t.partition_by else None
+        table.commit(first_load(rows, t.key, partition, tr.upserts), mark, operation="bulk_insert")
     st.columns = dict(p.target)
     st.key = list(t.key)
     st.last_stream, st.last_batch = ctx.stream_id, batch_id
@@ -85,14 +87,18 @@ def write_table(ctx: BatchContext, p: Prepared, st: TableState, commit: DataFram
     tr.status = status
 
 
-def first_load(rows: DataFrame, key: list[str]) -> DataFrame:
+def first_load(rows: DataFrame, key: list[str], partition: str | None, upserts: int) -> DataFrame:
     """The rows of a table's first commit, which Hudi bulk-inserts: no index to look up, no file to
     merge with. What an upsert's precombine on `_seq` keeps, done here: the last event of each
-    key, and none for a key whose last event is a delete (its tombstone is written all the same).
-    The table's lock (`lake ingest` holds it) keeps another writer from a first load of its own."""
+    key, and none for a key whose last event is a delete (its tombstone is written all the same);
+    in as many Spark partitions as files an upsert would write (`upserts`: at most that many rows),
+    a table partition in one of them. The table's lock (`lake ingest` holds it) keeps another
+    writer from a first load of its own."""
     last = Window.partitionBy(*[F.col(f"`{k}`") for k in key]).orderBy(F.col("_seq").desc())
-    return (rows.withColumn("_lake_last", F.row_number().over(last)).where("_lake_last = 1 AND NOT _hoodie_is_deleted")
-            .drop("_lake_last"))
+    out = (rows.withColumn("_lake_last", F.row_number().over(last)).where("_lake_last = 1 AND NOT _hoodie_is_deleted")
+           .drop("_lake_last"))
+    files = hudi.insert_files(upserts)
+    return out.repartition(files, F.col(f"`{partition}`")) if partition else out.coalesce(files)
 
 
 def write_tables(ctx: BatchContext, work: list[tuple[Prepared, TableState, DataFrame]], batch_id: int) -> None:

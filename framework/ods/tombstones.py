@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 from framework.ods.context import BatchContext
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
+from framework.table import hudi
 from framework.table.columns import live
 from models.commit_meta import TombstoneMark
 from models.config import OdsTable
@@ -178,6 +179,8 @@ def write(ctx: BatchContext, t: OdsTable, rows: DataFrame, batch_id: int) -> int
         _raise_horizon(ctx.layout, t.qualified_name, newest)
     oldest = min((d for d in (kept_from, counts.get(False, (0, None, None))[2]) if d is not None), default=None)
     # A table whose creation a kill interrupted (no completed commit) is removed first (LakeTable.settle).
+    if first:  # as many files as an upsert would write
+        out = out.coalesce(hudi.insert_files(int(counts.get(False, (0, None, None))[0])))
     table.commit(out, TombstoneMark(stream=ctx.stream_id, batch=batch_id, oldest=oldest), operation="bulk_insert" if first else None)
     return int(n_expired)
 

@@ -76,6 +76,17 @@ def table_bytes(path: Location | Path) -> int:
     return sum(size for _, size in base.values()) + sum(n for (fid, inst), n in logs.items() if fid not in base or inst >= base[fid][0])
 
 
+# Rows Hudi's upsert puts in one new file group (`hoodie.copyonwrite.insert.split.size`).
+INSERT_SPLIT_ROWS = 500_000
+
+
+def insert_files(rows: int) -> int:
+    """How many files a bulk insert of `rows` rows into a new table (partition) should write: as
+    many as an upsert would, so the first load leaves the files later upserts expect, not one per
+    Spark partition (a bulk insert with sort mode NONE writes each Spark partition as it is)."""
+    return max(1, -(-rows // INSERT_SPLIT_ROWS))
+
+
 def write_options(
     *,
     name: str,
