@@ -1,5 +1,5 @@
-"""`lake init DIR`: a small working project (config, one ODS declaration, sample CDC, and an
-example model with a unit test).
+"""`lake init DIR`: a small working project (config, one ODS declaration, sample CDC, an example
+model with a unit test, and an example seed).
 
 The sample is seven Debezium envelopes for `inventory.customers` (the Debezium tutorial table),
 so `lake ingest --once` works right after `lake init` with no database or Kafka around. The
@@ -99,6 +99,26 @@ tests:
         - {domain: acme.com, customers: 2}
 """
 
+SEED_CSV = """\
+domain,kind
+acme.com,business
+foobar.com,business
+walker.com,personal
+gmail.com,personal
+"""
+
+SEED_YAML = """\
+# A seed: reference data kept in the project as a CSV file, loaded as the table seed.email_domains
+# (`lake build` loads it, and again only when the file changes). A model reads it like any table:
+#   SELECT d.kind, count(*) AS customers FROM ods.customers c
+#   JOIN seed.email_domains d ON substring_index(c.email, '@', -1) = d.domain GROUP BY d.kind
+description: What kind of address each e-mail domain gives (an example; delete it or make it yours).
+key: [domain]
+columns:
+  domain: {type: string, description: the part of an e-mail address after the @}
+  kind: {type: string, description: business or personal}
+"""
+
 _LAYERS = {
     "dwd": "DWD: cleaned, conformed detail tables built from `ods.*`.",
     "dws": "DWS: aggregates and wide tables built from `dwd.*` and `ods.*`.",
@@ -128,6 +148,8 @@ def scaffold(directory: Path, name: str | None, *, cdc_sample: Sequence[str]) ->
         Path("layers/dws/README.md"): LAYER_README.format(layer="dws", what=_LAYERS["dws"]),
         Path("layers/dws/customers_by_domain.sql"): EXAMPLE_SQL,
         Path("layers/dws/customers_by_domain.yaml"): EXAMPLE_YAML,
+        Path("layers/seed/email_domains.csv"): SEED_CSV,
+        Path("layers/seed/email_domains.yaml"): SEED_YAML,
         Path("cdc/0001-customers.json"): "".join(line + "\n" for line in cdc_sample),
     }
     clashes = [str(directory / rel) for rel in files if (directory / rel).exists()]

@@ -138,8 +138,9 @@ def test_plan_of_a_new_project_needs_no_jvm_and_says_what_a_build_would_do(tmp_p
     assert r.returncode == 0, r.stdout + r.stderr
     r = lake(tmp_path / "p", "plan", "--json", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    (planned,) = json.loads(r.stdout)
+    planned, seed = json.loads(r.stdout)
     assert (planned["model"], planned["mode"]) == ("dws.customers_by_domain", "full")
     assert planned["reason"] == "full build; waits for ods.customers (no data yet)"
+    assert (seed["model"], seed["mode"], seed["reason"]) == ("seed.email_domains", "full", "first load of layers/seed/email_domains.csv")
     r = lake(tmp_path / "p", "plan", env={**env, "COLUMNS": "200"})
     assert r.returncode == 0 and "waits for ods.customers" in r.stdout and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr

@@ -27,6 +27,8 @@ def test_scaffolded_project_loads(tmp_path: Path) -> None:
         "layers/dws/README.md",
         "layers/dws/customers_by_domain.sql",
         "layers/dws/customers_by_domain.yaml",
+        "layers/seed/email_domains.csv",
+        "layers/seed/email_domains.yaml",
         "cdc/0001-customers.json",
         ".gitignore",
     }
@@ -38,6 +40,10 @@ def test_scaffolded_project_loads(tmp_path: Path) -> None:
     (table,) = project.ods_tables
     assert (table.source, table.qualified_name, table.key) == ("inventory.customers", "ods.customers", ["id"])
     assert "warehouse/" in (root / ".gitignore").read_text().split()
+    from framework.transform.loader import load_models
+
+    seed = load_models(project)["seed.email_domains"]  # the example seed reads, typed by its YAML
+    assert seed.seed is not None and seed.seed.columns == (("domain", "string"), ("kind", "string")) and len(seed.seed.rows) == 4
 
 
 def test_lake_yaml_has_exactly_the_documented_keys(tmp_path: Path) -> None:
