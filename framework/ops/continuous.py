@@ -30,7 +30,8 @@ from models.records import Freshness, IngestSummary, ModelResult, RunRecord
 
 
 def affected(g: nx.DiGraph, chosen: list[str], changed_tables: set[str]) -> list[str]:
-    """The chosen models downstream of the changed ODS tables, in dependency order."""
+    """The chosen models downstream of the changed tables (ODS tables, or models and seeds that
+    build in this cycle), in dependency order."""
     reach: set[str] = set()
     for t in changed_tables:
         if t in g:
@@ -81,7 +82,10 @@ def run_cycle(spark: SparkSession, project: Project, selectors: list[str], exclu
         todo = affected(g, chosen, changed)
         # And models left behind by an earlier run (killed between its ingest and its builds, or
         # a model that failed): this cycle's events do not reach them, their checkpoints lag.
-        todo += [m for m in behind(spark, project, sel, [c for c in chosen if c not in todo]) if m not in todo]
+        late = behind(spark, project, sel, [c for c in chosen if c not in todo])
+        # Their readers too: a changed seed or model commits in this cycle, so what reads it has a
+        # change to take now, not one cycle later.
+        todo += [m for m in late + affected(g, chosen, set(late)) if m not in todo]
         todo = [m for m in chosen if m in todo]  # dependency order
         if todo:
             settle_models(rec, build(spark, project, todo, [], incremental=True, on_start=obs.on_start(rec),

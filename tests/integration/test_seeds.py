@@ -1,7 +1,8 @@
 """Seeds through the CLI (in-process, the session's Spark): `layers/seed/tiers.csv` typed by its
-YAML loads as the Hudi table seed.tiers, which a row-wise model reads. A changed file
-writes one commit holding only the change, which the model takes incrementally; an unchanged
-file writes nothing; a bad value fails before any build with file, line, column and fix.
+YAML loads as the Hudi table seed.tiers, which a row-wise model reads. A changed file writes one
+commit holding only the change, which the model takes incrementally in the same `lake run` cycle;
+an unchanged file writes nothing; a bad value fails before any build with file, line, column and
+fix.
 
 Oracles: the CSV parsed with Python's csv module, typed by hand (Decimal, date), and the
 model's rows computed from it in Python; the tables are read by path with plain Spark."""
@@ -68,9 +69,10 @@ def test_seed_loads_typed_rewrites_only_on_change_and_feeds_incremental_models(t
     plan = json.loads(lake(tmp_path, "plan", "--incremental", "--json").stdout)
     seed_plan = next(p for p in plan if p["model"] == "seed.tiers")
     assert seed_plan["mode"] == "full" and "layers/seed/tiers.csv changed (content hash" in seed_plan["reason"]
-    out = lake(tmp_path, "build", "--incremental", "--json")
+    # `lake run` (ingest, then build): the changed seed is built, and in the same cycle its reader.
+    out = lake(tmp_path, "run", "--json")
     assert out.exit_code == 0, out.output
-    results = {r["model"]: r for r in json.loads(out.stdout)}
+    results = {r["model"]: r for r in json.loads(out.stdout)["models"]}
     # Only the change is written (2 upserted, 1 deleted) in one commit; the models read it incrementally.
     assert (results["seed.tiers"]["rows_written"], results["seed.tiers"]["rows_deleted"]) == (2, 1)
     assert results["dwd.gold"]["mode"] == "incremental"  # (2 joins the gold rows, 3 leaves them)
