@@ -74,7 +74,9 @@ def write_table(ctx: BatchContext, p: Prepared, st: TableState, commit: DataFram
     # Deletes are Hudi deletes: the table holds live rows only, for every reader; `_deleted` stays
     # a column (false) so tables written before tombstones and readers that filter on it still work.
     rows = commit.withColumn("_hoodie_is_deleted", F.col("_deleted")).withColumn("_deleted", F.lit(False))
-    if table.committed():
+    # A merge-on-read table's first commit stays an upsert (a delta commit): a bulk insert there is
+    # a `commit`, which lake reads as a compaction carrying no metadata (timeline.last_commit).
+    if table.committed() or t.type == "mor":
         table.commit(rows, mark)  # failpoints before_table_commit / after_table_commit
     else:
         partition = t.partition_by.derived_name if t.partition_by else None
