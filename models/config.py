@@ -223,6 +223,10 @@ class OdsTable(TableLayout):
                                     "`{price: \"decimal(10,2)\"}`; an entry may be `{type: ..., description: ...}`.")
     column_descriptions: dict[str, str] = Field(default_factory=dict, description="Column descriptions for `lake docs` (also written "
                                                 "as `description:` inside `columns:`).")
+    contract: Literal["enforced"] | None = Field(default=None, description="`enforced`: the table has exactly the columns and types of "
+                                                 "`columns:` (which must then list every column, key included). An event with a column "
+                                                 "the contract does not declare, or a type it cannot hold, goes to the dead letter with "
+                                                 "the reason instead of widening the table.")
     description: str | None = Field(default=None, description="What the table holds (`lake docs`).")
     owner: str | None = Field(default=None, description="Who answers for it (`lake docs`).")
     tags: list[str] = Field(default_factory=list, description="Labels; `tag:NAME` selects them.")
@@ -298,6 +302,19 @@ class OdsTable(TableLayout):
                     "float, double, date, timestamp, binary, decimal(p,s)"
                 )
         return {k: t.strip().lower() for k, t in v.items()}
+
+    @model_validator(mode="after")
+    def _contract(self) -> OdsTable:
+        if self.contract != "enforced":
+            return self
+        if not self.columns:
+            raise ValueError(f"`contract: enforced` without `columns:`{FIX_SEPARATOR}declare every column with its type, e.g. "
+                             "`columns: {id: bigint, name: string}`, or drop `contract`")
+        missing = [c for c in [*self.key, *self.ordering] if c not in self.columns]
+        if missing:
+            raise ValueError(f"`contract: enforced`: column {missing[0]!r} (a `key`/`ordering` column) is not in `columns:`"
+                             f"{FIX_SEPARATOR}declare it with its type, e.g. `{missing[0]}: bigint`")
+        return self
 
     @property
     def table_name(self) -> str:

@@ -100,6 +100,12 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
     missing = [k for k in table.key if k not in dump.columns]
     if missing:
         raise LakeError(f"the dump {path} has no key column(s) {missing} of {table.qualified_name}", fix=f"dump columns are {dump.columns}; check `key:` in the table YAML")
+    if table.contract == "enforced":  # the table keeps the contract's columns (framework/ods/contract.py)
+        extra = [c for c in dump.columns if c not in table.columns]
+        if extra:
+            raise LakeError(f"the dump {path} has column(s) {', '.join(extra)} that the contract of {table.qualified_name} does not declare",
+                            fix="declare them in its `columns:` (contract: enforced) or leave them out of the dump")
+        dump = dump.select(*dump.columns, *[F.lit(None).cast(typ).alias(c) for c, typ in table.columns.items() if c not in dump.columns])
     target = kinds.bootstrap(Layout(project.warehouse), ProjectDefaults.of(project), table)
     target.settle()  # the remains of a creation a kill interrupted
     existing: dict[str, str] = {}

@@ -95,7 +95,7 @@ def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: di
 
     schemaless_keys: set[str] = set()
     for r in sorted(rows, key=lambda r: r["first_arrival"] or ""):
-        if r["is_truncate"] or _before(r["pos_max"], watermark):
+        if r["is_truncate"] or before_hand_off(r["pos_max"], watermark):
             continue
         if not r["schema_raw"]:
             schemaless_keys.update(r["keys"] or [])
@@ -115,7 +115,7 @@ def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: di
     return out
 
 
-def _before(pos_max: str | None, watermark: str | None) -> bool:
+def before_hand_off(pos_max: str | None, watermark: str | None) -> bool:
     """Every event of a summary row (greatest position `pos_max`) precedes the hand-off."""
     if not watermark or pos_max is None:
         return False

@@ -17,8 +17,8 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from framework.ods import contract, tombstones, unavailable
 from framework.ods import decode as D
-from framework.ods import tombstones, unavailable
 from framework.ods.columns import Columns, resolve_columns
 from framework.ods.context import BatchContext, HighWater, TableState, utc
 from framework.ods.envelope import Decoder
@@ -72,7 +72,7 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     mine = parsed.where((F.col("tbl") == t.source) & (F.col("status") == "ok"))
     path = ctx.layout.table(t.qualified_name)
     file = ctx.project.ods_files.get(t.table_name, "layers/ods/")
-    cols = resolve_columns(parsed, t, rows, st.columns, st.watermark, file)
+    cols = _columns(parsed, t, rows, st, file)
     problem = table_config_problem(t, cols.target, file)
     if problem:  # this table's `ordering:` / `partition_by` cannot serve its events: its alone
         p.dead.append(mine.where(F.col("op") != "t").withColumn("reason", F.lit(problem)))
@@ -86,7 +86,7 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     # Decoded once, and cached with only what sequencing needs: the message text, raw images and
     # image map stay in the batch's cache (parse.py) instead of being copied into this one.
     placeholder = ctx.project.config.ods.unavailable_value_placeholder
-    decoded = mine.where(F.col("op") != "t").select(*_SEQUENCING, *_decoded(cols.target, cols.versions, _backwards(ctx, t, st.high_water)),
+    decoded = mine.where(F.col("op") != "t").select(*_SEQUENCING, *_decoded(cols.target, cols.versions, _unfit(ctx, t, st, file)),
                                                     unavailable.unavailable_columns(F.col("img"), cols.target, placeholder).alias("_unavail"))
     decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(decoded)  # decoded once: rows to write and bad rows to dead-letter
@@ -116,6 +116,21 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     _tally(p, out, bad_rows, st)
     p.rows = out.where(~F.col("_lake_replayed")).drop(*_HELPERS)
     return p
+
+
+def _columns(parsed: DataFrame, t: OdsTable, rows: list[Any], st: TableState, file: str) -> Columns:
+    """The table's columns after the batch: widened by its events, or under its contract the
+    declared ones, never widened by an event (framework/ods/contract.py)."""
+    if t.contract == "enforced":
+        return contract.contracted_columns(t, rows, st.columns, st.watermark, file)
+    return resolve_columns(parsed, t, rows, st.columns, st.watermark, file)
+
+
+def _unfit(ctx: BatchContext, t: OdsTable, st: TableState, file: str) -> Column:
+    """Why an event cannot be taken before its values are read (else NULL): its position went
+    backwards, or it has a column the table's contract does not declare."""
+    backwards = _backwards(ctx, t, st.high_water)
+    return F.coalesce(backwards, contract.undeclared(t, file)) if t.contract == "enforced" else backwards
 
 
 def _refuse_expired(ctx: BatchContext, p: Prepared, mine: DataFrame, out: DataFrame, columns: list[str],
