@@ -112,7 +112,7 @@ class IngestSummary(BaseModel):
         return out
 
 
-BUILT_MODES = ("full", "incremental", "recompute")  # ModelResult.mode values that ran a build
+BUILT_MODES = ("full", "incremental", "recompute", "restate")  # ModelResult.mode values that ran a build
 
 
 class ModelResult(BaseModel):
@@ -120,7 +120,7 @@ class ModelResult(BaseModel):
 
     model: str
     strategy: str
-    mode: str  # full | incremental | recompute | noop | failed | skipped
+    mode: str  # full | incremental | recompute | restate | noop | failed | skipped
     reason: str
     rows_written: int = 0
     rows_deleted: int = 0

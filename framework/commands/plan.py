@@ -10,10 +10,13 @@ from framework.transform.plan import ModelPlan
 from framework.transform.runner import Selection, plan
 
 
-def run_plan(*, project: Project, selection: Selection, incremental: bool, allow_full: bool = False) -> list[tuple[ModelPlan, dict[str, int]]]:
+def run_plan(*, project: Project, selection: Selection, incremental: bool, allow_full: bool = False,
+             forward_only: bool = False) -> list[tuple[ModelPlan, dict[str, int]]]:
     """Each selected model's plan and its upstreams' changed rows, in build order; `allow_full`:
-    as `lake build --allow-full` plans (strict models may fall back)."""
+    as `lake build --allow-full` plans (strict models may fall back); `forward_only`: as `lake
+    build --forward-only` plans (a query that only added columns builds them from now on)."""
     from framework.table.session import ensure_storage
 
     ensure_storage(project)  # a remote warehouse: its timelines are read through Hadoop's file system
-    return plan(None, project, list(selection.chosen), [], incremental, loaded=selection, lenient=True, allow_full=allow_full)
+    return plan(None, project, list(selection.chosen), [], incremental, loaded=selection, lenient=True, allow_full=allow_full,
+                forward_only=forward_only)

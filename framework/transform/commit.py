@@ -96,7 +96,7 @@ class Committer:
                 # Groups HAVING or a `drop` check hides go to the hidden-groups table (hidden.py);
                 # not returned here, the diff deletes them from the model's table if there.
                 hidden_rows, out = out.where("_deleted"), out.where("NOT _deleted")
-            final = self._final(held, stored, m, out, scope, scope_col, gone)
+            final = self._final(held, stored, m, out, scope, scope_col, gone, only_changed=scope is None or p.mode == "restate")
             if anew:  # past the gate: the table, and its hidden groups, are written anew
                 self.table(m).drop()
                 self.layout.fs.delete(self.layout.hidden(m.name))
@@ -151,19 +151,19 @@ class Committer:
                       "its table was written anew")
 
     def _final(self, held: Held, stored: DataFrame | None, m: Model, out: DataFrame, scope: DataFrame | None, scope_col: str,
-               gone: DataFrame | None) -> DataFrame:
+               gone: DataFrame | None, only_changed: bool) -> DataFrame:
         """What the commit writes: the rows, and into an existing table only those that differ,
         plus the deletes (`_diff`); held, since the commit counts them and writes them."""
         deletes = None
         if stored is not None:
-            out, deletes = self._diff(stored, m, out, scope, scope_col, gone)
+            out, deletes = self._diff(stored, m, out, scope, scope_col, gone, only_changed)
         return out if deletes is None and is_held(out) else held(out if deletes is None else out.unionByName(deletes))
 
     def _diff(self, full_target: DataFrame, m: Model, out: DataFrame, scope: DataFrame | None, scope_col: str,
-              gone: DataFrame | None) -> tuple[DataFrame, DataFrame]:
+              gone: DataFrame | None, only_changed: bool) -> tuple[DataFrame, DataFrame]:
         """Into an existing table (`full_target`): the delete records of keys in `scope` the rows
-        no longer hold (and of `gone` groups), and, without a scope, only the rows that differ
-        from the table."""
+        no longer hold (and of `gone` groups), and, `only_changed` (without a scope, or a
+        restatement's), only the rows that differ from the table."""
         # Delete records need the key (and partition path) only: read just those columns.
         required = {f.name for f in full_target.schema.fields if not f.nullable}
         kept = ["_lake_key"] + ([m.config.partition_by] if m.config.partition_by else [])
@@ -176,7 +176,7 @@ class Committer:
             vanished = vanished.unionByName(target.join(gone, "_lake_key", "left_semi")).dropDuplicates(["_lake_key"])
         deletes = vanished.select(*[F.col(c) if c in vanished.columns else _filler(t, c in required).alias(c) for c, t in out.dtypes if c != "_hoodie_is_deleted"],
                                   F.lit(True).alias("_hoodie_is_deleted"))
-        return (_changed_rows(out, full_target) if scope is None else out), deletes
+        return (_changed_rows(out, full_target) if only_changed else out), deletes
 
     def _commit(self, p: ModelPlan, a: Analysis, final: DataFrame, exists: bool,
                 moved: tuple[DataFrame, DataFrame | None, DataFrame | None] | None) -> tuple[int, int]:
@@ -188,20 +188,22 @@ class Committer:
         written, deleted = counts.get(False, 0), counts.get(True, 0)
         # A full build leaves holder counts it did not write in place: from its commit on, they
         # are unknown; later commits carry the instant forward (holders.py).
-        unknown = holders.THIS if a.strategy == "aggregate" and p.mode in ("full", "recompute") else p.counts
+        unknown = holders.THIS if a.strategy == "aggregate" and p.mode in ("full", "recompute", "restate") else p.counts
         record = ModelCheckpoint(checkpoint=dict(p.end), fingerprint=m.fingerprint, metadata=m.metadata_fingerprint,
-                                 strategy=a.strategy, mode=p.mode, counts_unknown=unknown)
+                                 strategy=a.strategy, mode=p.mode, counts_unknown=unknown, shape=m.shape)
         if moved is not None:
             companion = kinds.hidden(self.layout, self.defaults, m.name)
             record = record.model_copy(update={"hidden": hidden.write(self.spark, companion, *moved, p.hidden, p.counts)})
             failpoint("after_hidden_commit")
         same_hidden = record.hidden == p.hidden
-        if written + deleted == 0 and exists and same_hidden and ((p.mode != "full" and not self._lagging(p)) or self._recorded(p)):
+        if (written + deleted == 0 and exists and same_hidden and not p.forward
+                and ((p.mode != "full" and not self._lagging(p)) or self._recorded(p))):
             return 0, 0
         # (A full rebuild that changes no row still commits, empty, when the table's commit
         # records another fingerprint or checkpoint: else every later build would be full.
         # So does a build that changes no row once its checkpoint lags far: see _lagging; and one
-        # whose hidden groups changed, to record their table's new instant.)
+        # whose hidden groups changed, to record their table's new instant; and a forward-only
+        # change, to record the model's new fingerprint.)
         if exists and self.table(m).is_mor() != (m.config.type == "mor"):
             was = "merge-on-read" if self.table(m).is_mor() else "copy-on-write"
             raise LakeError(f"{m.name}'s table was created {was}; `type: {m.config.type}` in its YAML needs a new table "

@@ -4,6 +4,7 @@ commits through one Committer; the result is the model's ModelResult, quality ou
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
@@ -62,7 +63,8 @@ class Evaluator:
         sized = m.upstreams if needs_sizes(m, self.limits) else ()
         state = read_state(self.spark, self.layout, m.upstreams, [m.name], sized)
         try:
-            return plan_model(m, self.analyses.of(m), state, incremental, self.limits, self.options.allow_full)
+            return plan_model(m, self.analyses.of(m), state, incremental, self.limits, self.options.allow_full,
+                              self.options.forward_only)
         except PlanError as e:
             raise LakeError(str(e), fix=e.fix) from e
 
@@ -74,12 +76,35 @@ class Evaluator:
             return noop_result(self.layout, p)
         res = ModelResult(model=p.model.name, strategy=p.analysis.strategy, mode=p.mode, reason=p.reason, upstream=dict(p.end))
         res.upstream_changed = upstream_changes(self.layout, p)
-        done = strategies.for_plan(p)(self.ctx, p)
+        if p.forward and not any(p.pending.values()):  # nothing new upstream: an empty commit records the change
+            nothing = self.spark.createDataFrame([], "_lake_key string")
+            done = self.ctx.write(p, self.ctx.query(p.model, self.ctx.snapshots(p)).limit(0), scope=nothing)
+        else:
+            done = strategies.for_plan(p)(self.ctx, p)
         res.rows_written, res.rows_deleted = done.rows, done.deletes
         res.rows_quarantined, res.checks = done.gate.quarantined, list(done.gate.checks)
         res.rows_read = self._rows_read(p, res.upstream_changed)
         res.seconds = round(time.time() - t0, 3)
         return res
+
+    def restated(self, m: Model, first: ModelResult) -> ModelResult:
+        """After `first`, the model's build, its partitions in `--restate`'s range recomputed as of
+        its checkpoint (framework/transform/strategies/restate.py): one result for both."""
+        window = self.options.restate
+        assert window is not None
+        if first.mode in ("full", "failed"):  # a full build has rewritten every partition
+            return first
+        p = self.plan(m, True)
+        if not p.begin or set(p.begin) != set(m.upstreams):  # the checkpoint cannot serve: what it says instead
+            return first.model_copy(update={"reason": f"{first.reason}; not restated: {p.reason}"})
+        why = (f"restated {m.config.partition_by} in {window}: recomputed from the upstreams as of the model's checkpoint; "
+               "other partitions left as built")
+        r = self.run(replace(p, mode="restate", reason=why, end=dict(p.begin), pending=dict.fromkeys(p.begin, 0), window=window))
+        if first.mode == "noop":
+            return r
+        return r.model_copy(update={"reason": f"{first.mode} build ({first.reason}), then {why}", "rows_written": r.rows_written + first.rows_written,
+                                    "rows_deleted": r.rows_deleted + first.rows_deleted, "seconds": round(first.seconds + r.seconds, 3),
+                                    "checks": [*first.checks, *r.checks], "rows_quarantined": first.rows_quarantined + r.rows_quarantined})
 
     def _rows_read(self, p: ModelPlan, changed: dict[str, int]) -> int:
         """Every live row of the upstreams as of the plan's end (a count of each snapshot: one Spark

@@ -18,6 +18,8 @@ import json
 import tokenize
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
@@ -97,3 +99,45 @@ def legacy(text: str, cfg: ModelConfig) -> str:
     """The fingerprint lake recorded before the split: the file's text and the YAML (checks as [])."""
     d = cfg.model_copy(update={"checks": []}).model_dump(mode="json")
     return digest(text, json.dumps({k: d[k] for k in _LEGACY_FIELDS}, sort_keys=True))
+
+
+def shape(sql: str, cfg: ModelConfig) -> str | None:
+    """What a forward-only change compares (`lake build --forward-only`): a hash of each output
+    column's expression, of the query without its SELECT list (FROM, joins, WHERE, GROUP BY, ...)
+    and of the data settings, as JSON; None for a query whose output columns cannot be named one
+    by one (`*`, a UNION, a column named twice, SQL sqlglot does not parse)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError:
+        return None
+    if not isinstance(tree, exp.Select):
+        return None
+    columns: dict[str, str] = {}
+    for e in tree.expressions:
+        name = e.alias_or_name
+        if isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star) or not name or name in columns:
+            return None
+        columns[name] = digest(e.unalias().sql(dialect="spark", comments=False))
+    body = tree.copy()
+    body.set("expressions", [exp.Star()])
+    return json.dumps({"columns": columns, "body": digest(body.sql(dialect="spark", comments=False)),
+                       "settings": digest(_dump(cfg, DATA_FIELDS))}, sort_keys=True)
+
+
+def added_columns(recorded: str | None, now: str | None) -> list[str] | None:
+    """The output columns `now` adds to the query `recorded` describes when that is all that
+    changed (every other column's expression, the rest of the query and the data settings the
+    same); None otherwise, or when either shape is unknown."""
+    if recorded is None or now is None:
+        return None
+    try:
+        old, new = json.loads(recorded), json.loads(now)
+    except json.JSONDecodeError:
+        return None
+    if old.get("body") != new.get("body") or old.get("settings") != new.get("settings"):
+        return None
+    was, cols = old.get("columns") or {}, new.get("columns") or {}
+    if any(cols.get(c) != h for c, h in was.items()):
+        return None
+    added = [c for c in cols if c not in was]
+    return added or None

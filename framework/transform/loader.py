@@ -47,6 +47,11 @@ class Model:
     def rel(self) -> str:
         return f"layers/{self.layer}/{self.path.name}"
 
+    @property
+    def shape(self) -> str | None:
+        """The query's shape for forward-only changes (fingerprint.shape); None for Python models and seeds."""
+        return fp.shape(self.sql, self.config) if self.kind == "sql" and self.sql else None
+
     def same_data(self, recorded: str | None) -> bool:
         """Whether a table whose last commit records `recorded` holds this model's data: its data
         hash, or the single fingerprint of an older lake for the same query and YAML."""

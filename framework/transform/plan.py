@@ -14,13 +14,15 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from framework.table.hudi import Instant
+from framework.transform import fingerprint as fp
 from framework.transform import seed
 from framework.transform import strict as strictness
 from framework.transform.loader import Model
 from framework.transform.strategy import Analysis
 from models.commit_meta import ModelCheckpoint
+from models.restatement import RestateRange
 
-Mode = Literal["full", "incremental", "recompute", "noop"]
+Mode = Literal["full", "incremental", "recompute", "noop", "restate"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class ModelPlan:
     recorded: ModelCheckpoint | None = None  # TargetState.recorded
     layout: str | None = None  # TargetState.layout
     refused: str | None = None  # why an `incremental: strict` model may not build this way (strict.py)
+    window: RestateRange | None = None  # mode "restate": the partition values to recompute (strategies/restate.py)
+    forward: tuple[str, ...] = ()  # columns a forward-only change adds (`--forward-only`): built from now on
 
 
 class PlanError(ValueError):
@@ -88,14 +92,14 @@ class PlanError(ValueError):
 
 
 def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incremental: bool, limits: BuildLimits,
-              lenient: bool = False, allow_full: bool = False) -> tuple[ModelPlan, ...]:
+              lenient: bool = False, allow_full: bool = False, forward_only: bool = False) -> tuple[ModelPlan, ...]:
     """Plans of `models` (already in build order) against one state. `lenient` (`lake plan`): a
     model whose upstream has no data yet is planned as the full build it waits to run, saying
     what it waits for, instead of raising PlanError. `allow_full`: strict models may fall back."""
     out: list[ModelPlan] = []
     for m, a in models:
         waiting = _waiting(m, a, state, {p.model.name for p in out}) if lenient else None
-        out.append(waiting or plan_model(m, a, state, incremental, limits, allow_full))
+        out.append(waiting or plan_model(m, a, state, incremental, limits, allow_full, forward_only))
     return tuple(out)
 
 
@@ -111,19 +115,22 @@ def _waiting(m: Model, a: Analysis, state: State, earlier: set[str]) -> ModelPla
     return ModelPlan(m, a, "full", "full build; " + "; ".join(said), end)
 
 
-def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, allow_full: bool = False) -> ModelPlan:
+def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, allow_full: bool = False,
+               forward_only: bool = False) -> ModelPlan:
     """The mode of one model and why: full (asked for, or the checkpoint cannot serve), noop
     (nothing new upstream), recompute (small upstreams, or the `full` strategy) or incremental.
     An `incremental: strict` model (unless `allow_full`) is planned incrementally, and a plan
-    that still falls back is `refused` (framework/transform/strict.py)."""
+    that still falls back is `refused` (framework/transform/strict.py). `forward_only`: a model
+    whose query only added output columns builds incrementally (`forward`)."""
     target = state.targets.get(m.name, TargetState())
     strict = strictness.is_strict(m) and not allow_full
-    p = _plan_model(m, a, state, incremental or strict, limits, strict)
+    p = _plan_model(m, a, state, incremental or strict, limits, strict, forward_only)
     refused = strictness.refusal(m, p.mode, p.reason, first=target.checkpoint is None) if strict else None
     return replace(p, hidden=target.hidden, counts=target.counts, recorded=target.recorded, layout=target.layout, refused=refused)
 
 
-def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, strict: bool = False) -> ModelPlan:
+def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, strict: bool = False,
+                forward_only: bool = False) -> ModelPlan:
     if m.kind == "seed":  # its content hash alone decides (framework/transform/seed.py)
         seed_mode, why = seed.mode(m, state.targets.get(m.name, TargetState()).fingerprint)
         return ModelPlan(m, a, seed_mode, why, {})
@@ -140,8 +147,11 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
     ckpt = target.checkpoint
     if ckpt is None:
         return ModelPlan(m, a, "full", "no checkpoint: first build", end)
+    forward: tuple[str, ...] = ()
     if not m.same_data(target.fingerprint):
-        return ModelPlan(m, a, "full", f"the model changed (fingerprint {target.fingerprint} → {m.fingerprint})", end)
+        rebuild, forward = _changed(m, a, target, end, forward_only)
+        if rebuild is not None:
+            return rebuild
     if a.strategy == "aggregate" and target.hidden is None:
         return ModelPlan(m, a, "full", "its table was written before hidden groups moved out of it (to _lake/hidden/): "
                                        "a full build moves them", end)
@@ -159,6 +169,10 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
     if retyped:
         return ModelPlan(m, a, "full", retyped, end)
     begin = dict(ckpt)
+    if forward:  # the model's own strategy, from its checkpoint (nothing new upstream: an empty commit records it)
+        why = (f"forward-only: {', '.join(forward)} built from now on; rows built before hold NULL in "
+               f"{'it' if len(forward) == 1 else 'them'} until a change reaches their key")
+        return ModelPlan(m, a, "incremental", why, end, begin, pending, forward=forward)
     if not any(pending.values()):
         return ModelPlan(m, a, "noop", "no upstream commits since the checkpoint", end, begin, pending)
     if a.strategy == "full":
@@ -173,6 +187,29 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
                       f"the rows that differ is cheaper than the {a.strategy} strategy at this size")
             return ModelPlan(m, a, "recompute", reason, end, begin, pending)
     return ModelPlan(m, a, "incremental", a.reason, end, begin, pending)
+
+
+def _changed(m: Model, a: Analysis, target: TargetState, end: dict[str, str], forward_only: bool) -> tuple[ModelPlan | None, tuple[str, ...]]:
+    """A changed model's full build, with why (and, when it only adds columns, the offer of
+    `--forward-only`); or, forward-only, None and the columns it adds."""
+    added, why_not = forward_change(m, a, target)
+    if forward_only and added:
+        return None, tuple(added)
+    offer = f"; {why_not}" if forward_only and why_not else (
+        f"; it only adds {', '.join(added)}: `lake build {m.name} --forward-only` builds them from now on instead" if added else "")
+    return ModelPlan(m, a, "full", f"the model changed (fingerprint {target.fingerprint} → {m.fingerprint}){offer}", end), ()
+
+
+def forward_change(m: Model, a: Analysis, target: TargetState) -> tuple[list[str], str | None]:
+    """The columns a changed model only adds (fingerprint.added_columns), and why they cannot be
+    built forward-only, or None: an aggregate's new column needs every row of its groups."""
+    added = fp.added_columns(target.recorded.shape if target.recorded else None, m.shape) or []
+    if not added:
+        return [], ("not a forward-only change: it does more than add output columns (or its table's last commit, by an older "
+                    "lake, does not record the query's columns)")
+    if a.strategy not in ("rowwise", "rescan"):
+        return [], f"{', '.join(added)} cannot be built forward-only by the {a.strategy} strategy: every row of a group or model counts"
+    return added, None
 
 
 def _unusable(u: str, c: str, up: UpstreamState) -> str | None:

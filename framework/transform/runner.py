@@ -121,6 +121,8 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
     """Plan and build one model; any error becomes its failed result (siblings keep building)."""
     try:
         r = builder.run(builder.plan(m, incremental))
+        if builder.options.restate and m.config.partition_by and m.kind != "seed":  # `--restate`: then its range
+            r = builder.restated(m, r)
     except LakeError as e:
         r = ModelResult(model=m.name, strategy="-", mode="failed", reason=e.message, error=str(e))
         if isinstance(e, QualityGateError):  # a blocked quality gate says what it found
@@ -138,7 +140,8 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
 
 
 def plan(spark: SparkSession | None, project: Project, selectors: list[str], exclude: list[str], incremental: bool,
-         loaded: Selection | None = None, lenient: bool = False, allow_full: bool = False) -> list[tuple[ModelPlan, dict[str, int]]]:
+         loaded: Selection | None = None, lenient: bool = False, allow_full: bool = False,
+         forward_only: bool = False) -> list[tuple[ModelPlan, dict[str, int]]]:
     """Each selected model's plan (and its upstreams' changed rows), in the order `build` would run
     them, from one read of the selection's state, without Spark (timelines are read from their
     files). `loaded`: the models and the selection, already loaded (else from the selectors);
@@ -152,7 +155,7 @@ def plan(spark: SparkSession | None, project: Project, selectors: list[str], exc
     analyses, state = _planning_inputs(spark, project, models, order, sized)
     try:
         plans = make_plan([(models[n], analyses.of(models[n])) for n in order], state, incremental, limits, lenient=lenient,
-                          allow_full=allow_full)
+                          allow_full=allow_full, forward_only=forward_only)
     except PlanError as e:
         raise LakeError(str(e), fix=e.fix) from e
     layout = Layout(project.warehouse)

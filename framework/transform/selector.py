@@ -36,7 +36,7 @@ Recorded = Callable[[str], "tuple[str | None, str | None] | None"]
 LastResults = Callable[[], "tuple[str, Mapping[str, str]] | None"]
 
 # The modes each `result:` value means in the last run's model results (models/records.py).
-RESULTS = {"error": ("failed",), "skipped": ("skipped",), "success": ("full", "incremental", "recompute", "noop")}
+RESULTS = {"error": ("failed",), "skipped": ("skipped",), "success": ("full", "incremental", "recompute", "restate", "noop")}
 METHODS = ("layer", "tag", "path", "state", "result")
 STATES = ("modified", "new")
 _PART = re.compile(r"^(?P<at>@)?(?:(?P<up>\d*)\+)?(?P<body>[^+]+?)(?:\+(?P<down>\d*))?$")

@@ -95,3 +95,20 @@ def test_every_model_setting_is_classified() -> None:
     known = set(fp.DATA_FIELDS) | set(fp.BUILD_FIELDS) | set(fp.METADATA_FIELDS) | set(fp.LAYOUT_FIELDS)
     new = set(ModelConfig.model_fields) - known
     assert not new, f"classify {sorted(new)} in framework/transform/fingerprint.py"
+
+
+def test_forward_only_shapes_tell_added_columns_from_other_changes() -> None:
+    from framework.transform.fingerprint import added_columns, shape
+
+    cfg = ModelConfig()
+    base = shape("select id, city from ods.users where score > 0", cfg)
+    assert added_columns(base, shape("SELECT id, city, upper(city) AS uc -- new\nFROM ods.users WHERE score > 0", cfg)) == ["uc"]
+    assert added_columns(base, shape("select upper(city) as uc, id, city from ods.users where score > 0", cfg)) == ["uc"]
+    for other in ("select id, lower(city) as city, 1 as x from ods.users where score > 0",  # a column's expression
+                  "select id, city, 1 as x from ods.users where score > 1",  # the WHERE
+                  "select id, 1 as x from ods.users where score > 0",  # a column dropped
+                  "select id, city from ods.users where score > 0"):  # nothing added
+        assert added_columns(base, shape(other, cfg)) is None, other
+    assert added_columns(base, shape("select id, city, 1 as x from ods.users where score > 0", ModelConfig(partition_by="city"))) is None
+    assert shape("select * from ods.users", cfg) is None and shape("select u.* from ods.users u", cfg) is None
+    assert shape("select a from x union all select a from y", cfg) is None and added_columns(None, base) is None

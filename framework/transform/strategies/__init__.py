@@ -12,7 +12,7 @@ from typing import Protocol
 from framework.transform.commit import Written
 from framework.transform.context import BuildContext
 from framework.transform.plan import ModelPlan
-from framework.transform.strategies import aggregate, full, rescan, rowwise
+from framework.transform.strategies import aggregate, full, rescan, restate, rowwise
 
 
 class Strategy(Protocol):
@@ -26,4 +26,6 @@ def for_plan(p: ModelPlan) -> Strategy:
     """What executes a plan whose mode builds (not noop)."""
     if p.mode in ("full", "recompute"):
         return full.build
+    if p.mode == "restate":
+        return restate.build
     return INCREMENTAL[p.analysis.strategy]
