@@ -146,12 +146,12 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
         return ModelPlan(m, a, "full", "its table was written before hidden groups moved out of it (to _lake/hidden/): "
                                        "a full build moves them", end)
     pending: dict[str, int] = {}
-    stale: str | None = None  # why an external table must be read again (it has no change feed to take)
+    stale: list[str] = []  # why external tables must be read again (they have no change feed to take)
     for u in m.upstreams:
         c = ckpt.get(u)
         if u in state.externals:
             pending[u] = 0
-            stale = stale or external.change(u, c, state.externals[u])
+            stale += [why] if (why := external.change(u, c, state.externals[u])) else []
             continue
         if c is None:
             return ModelPlan(m, a, "full", f"no checkpoint for upstream {u}", end)
@@ -165,7 +165,7 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
         return ModelPlan(m, a, "full", retyped, end)
     begin = {**{u: end[u] for u in state.externals if u in end}, **ckpt}
     if stale:
-        return ModelPlan(m, a, "recompute", f"{stale}: an external table has no change feed, so the model is recomputed "
+        return ModelPlan(m, a, "recompute", f"{'; '.join(stale)}: an external table has no change feed, so the model is recomputed "
                                             "from a full read and only the rows that differ are written", end, begin, pending)
     if not any(pending.values()):
         return ModelPlan(m, a, "noop", "no upstream commits since the checkpoint", end, begin, pending)
