@@ -151,7 +151,7 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
         c = ckpt.get(u)
         if u in state.externals:
             pending[u] = 0
-            stale += [why] if (why := external.change(u, c, state.externals[u])) else []
+            stale += [said] if (said := external.change(u, c, state.externals[u])) else []
             continue
         if c is None:
             return ModelPlan(m, a, "full", f"no checkpoint for upstream {u}", end)
