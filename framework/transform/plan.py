@@ -53,6 +53,7 @@ class State:
     upstreams: Mapping[str, UpstreamState] = field(default_factory=dict)
     targets: Mapping[str, TargetState] = field(default_factory=dict)
     externals: Mapping[str, str] = field(default_factory=dict)  # external table read -> its version (framework/transform/external.py)
+    absent: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # external table with nothing to read -> (why, fix)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incrementa
 
 def _waiting(m: Model, a: Analysis, state: State, earlier: set[str]) -> ModelPlan | None:
     """The plan of a model whose upstreams do not all have data yet, or None."""
-    empty = [u for u in m.upstreams if u not in state.externals and (u not in state.upstreams or not state.upstreams[u].instants)]
+    empty = [u for u in m.upstreams if u in state.absent
+             or (u not in state.externals and (u not in state.upstreams or not state.upstreams[u].instants))]
     if not empty:
         return None
     built = [u for u in empty if u in earlier]
@@ -187,6 +189,8 @@ def _ends(m: Model, state: State) -> dict[str, str]:
     """What the build reads each upstream as of; PlanError when one has no data yet."""
     end: dict[str, str] = {}
     for u in m.upstreams:
+        if u in state.absent:
+            raise PlanError(*state.absent[u])
         up = state.upstreams.get(u)
         if u not in state.externals and (up is None or not up.instants):
             raise PlanError(f"{m.name} reads {u}, which has no data yet",

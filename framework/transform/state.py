@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from framework.errors import LakeError
 from framework.runtime import rebuilds
 from framework.runtime.paths import Layout
 from framework.table import hudi, hudi_layout, timeline
@@ -37,7 +38,14 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
     sized = set(sized)
     externals = externals or {}
     upstreams = list(dict.fromkeys(upstreams))
-    versions = {u: external.version(externals[u]) for u in upstreams if u in externals}
+    versions: dict[str, str] = {}
+    absent: dict[str, tuple[str, str]] = {}
+    for u in upstreams:
+        if u in externals:
+            try:
+                versions[u] = external.version(externals[u])
+            except LakeError as e:  # nothing to read yet: planned as a missing upstream
+                absent[u] = (e.message, e.fix or "")
     tgts: dict[str, TargetState] = {}
     for name in dict.fromkeys(targets):
         own = _timeline(layout, name)
@@ -47,7 +55,7 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
                                  holders.threshold(meta, own.instants), ckpt, meta.get(hudi_layout.META_KEY))
     ups: dict[str, UpstreamState] = {}
     for u in upstreams:
-        if u in versions:
+        if u in externals:
             continue
         # The column types at the targets' checkpoints: a change read since one must not span a type change.
         tl = _timeline(layout, u, {t.checkpoint[u] for t in tgts.values() if t.checkpoint and u in t.checkpoint})
@@ -56,7 +64,7 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
         instants = tl.instants if pin is None else tuple(i for i in tl.instants if i.completed <= pin)
         ups[u] = UpstreamState(instants, tl.earliest_retained, hudi.table_bytes(layout.table(u)) if u in sized else 0,
                                (rec.first, rec.reason) if rec else None, tl.types)
-    return State(ups, tgts, versions)
+    return State(ups, tgts, versions, absent)
 
 
 def _timeline(layout: Layout, name: str, types_at: Collection[str] = ()) -> hudi.Timeline:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from framework.errors import ConfigError, LakeError
 from framework.project.config import load_project
 from framework.project.externals import ExternalTable
 from framework.runtime.location import Location
+from framework.runtime.paths import Layout
 from framework.table.hudi import Instant
 from framework.transform import external
 from framework.transform.dag import build_graph, select
@@ -23,12 +25,14 @@ from framework.transform.loader import load_models
 from framework.transform.plan import (
     BuildLimits,
     ModelPlan,
+    PlanError,
     State,
     TargetState,
     UpstreamState,
     make_plan,
     plan_model,
 )
+from framework.transform.state import read_state
 from framework.transform.strategy import Analysis
 from models.commit_meta import ModelCheckpoint
 from models.external_config import ExternalConfig
@@ -227,3 +231,15 @@ def test_a_strict_reader_is_refused_when_an_external_forces_a_full_read(tmp_path
     refused = _plan(m, a, {"ods.orders": "5", "external.rates": "v1"}, "v2").refused or ""
     assert refused.startswith("dwd.priced is `incremental: strict` and this build would fall back to a recompute of every row: "
                               "external table external.rates changed (version v1 → v2)")
+
+
+def test_an_external_table_with_nothing_to_read_is_waited_for_by_plan_and_fails_its_reader(tmp_path: Path) -> None:
+    m, a = _reader(tmp_path)
+    project = load_project(tmp_path)  # layers/external/rates.yaml reads `r`, which is not there
+    state = read_state(None, Layout(project.warehouse), m.upstreams, [m.name], externals=project.externals)  # type: ignore[attr-defined]
+    why, fix = state.absent["external.rates"]
+    assert why.endswith("/r, which does not exist") and "add `format: parquet`" in fix
+    waiting = make_plan([(m, a)], state, True, BuildLimits(0), lenient=True)[0]  # type: ignore[list-item]
+    assert waiting.reason == "full build; waits for ods.orders, external.rates (no data yet)"
+    with pytest.raises(PlanError, match="external.rates reads .*/r, which does not exist"):
+        plan_model(m, a, replace(state, upstreams={"ods.orders": UpstreamState((Instant("5", "5", "commit"),))}), True, BuildLimits(0))  # type: ignore[arg-type]
