@@ -47,7 +47,7 @@ class ExternalColumn(StrictModel):
 
 
 class ExternalConfig(StrictModel):
-    """A table `layers/external/<name>.yaml` declares for models to read."""
+    """`layers/external/<name>.yaml`: the table `external.<name>`, which models read and lake never writes."""
 
     description: str | None = Field(default=None, description="What the table holds and who writes it.")
     owner: str | None = Field(default=None, description="Who answers for it.")
