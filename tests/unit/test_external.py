@@ -243,3 +243,13 @@ def test_an_external_table_with_nothing_to_read_is_waited_for_by_plan_and_fails_
     assert waiting.reason == "full build; waits for ods.orders, external.rates (no data yet)"
     with pytest.raises(PlanError, match="external.rates reads .*/r, which does not exist"):
         plan_model(m, a, replace(state, upstreams={"ods.orders": UpstreamState((Instant("5", "5", "commit"),))}), True, BuildLimits(0))  # type: ignore[arg-type]
+
+
+def test_column_lineage_ends_at_an_external_tables_columns(tmp_path: Path) -> None:
+    from framework.transform.lineage import Tracer
+
+    _reader(tmp_path)
+    project = load_project(tmp_path)
+    node = Tracer.for_project(project, load_models(project)).trace("dwd.priced.eur")
+    leaves = {(s.table, s.column, s.kind) for s in node.sources}
+    assert ("external.rates", "rate", "external") in leaves and ("ods.orders", "amount", "ods") in leaves
