@@ -111,4 +111,4 @@ def plan_cmd(obj: Ctx, selectors: tuple[str, ...], incremental: bool, exclude: t
                                 "refused": p.refused, "pending_commits": dict(p.pending), "changed_rows": changed,
                                 "upstream_end": dict(p.end)} for p, changed in plans], indent=2))
     else:
-        report.print_plan(obj.console, plans)
+        report.print_plan(obj.console, plans, {n: e.where for n, e in project.externals.items()})

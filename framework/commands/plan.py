@@ -15,8 +15,9 @@ def run_plan(*, project: Project, selection: Selection, incremental: bool, allow
     """Each selected model's plan and its upstreams' changed rows, in build order; `allow_full`:
     as `lake build --allow-full` plans (strict models may fall back); `forward_only`: as `lake
     build --forward-only` plans (a query that only added columns builds them from now on)."""
-    from framework.table.session import ensure_storage
+    from framework.table.session import ensure_external_storage, ensure_storage
 
     ensure_storage(project)  # a remote warehouse: its timelines are read through Hadoop's file system
+    ensure_external_storage(project, {u for n in selection.chosen for u in selection.models[n].upstreams})
     return plan(None, project, list(selection.chosen), [], incremental, loaded=selection, lenient=True, allow_full=allow_full,
                 forward_only=forward_only)

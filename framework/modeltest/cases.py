@@ -23,7 +23,7 @@ from framework.modeltest.inputs import Input, resolve_inputs
 from framework.modeltest.refs import Where, compose
 from framework.modeltest.rows import Row, RowsError, read_rows
 from framework.project.config import Project, load_model
-from framework.transform.analysis import Analyses
+from framework.transform.analysis import Analyses, declared_keys
 from framework.transform.lineage import Tracer
 from framework.transform.loader import Model
 from models.unit_test import UnitTest, UnitTestFile
@@ -62,7 +62,7 @@ def discover(project: Project, models: Mapping[str, Model], names: Sequence[str]
     """The tests of the models `names`, in that order; ConfigError with every problem found."""
     issues: list[ConfigIssue] = []
     specs = _sidecar_specs(project, models, names) + _project_specs(project, models, issues)
-    analyses = Analyses(models, {t.qualified_name: tuple(t.key) for t in project.ods_tables if t.key})
+    analyses = Analyses(models, declared_keys(project))
     tracer = Tracer(project, dict(models))
     cases: list[Case] = []
     seen: set[tuple[str, str]] = set()

@@ -16,10 +16,12 @@ from pydantic import BaseModel, ValidationError
 
 from framework.errors import ConfigError, ConfigIssue
 from framework.project.checks import parse_checks
+from framework.project.externals import EXTERNAL_LAYER, ExternalTable, external_files
 from framework.project.targets import Request, read_yaml, redact, requested
 from framework.project.types import normalize
 from framework.runtime.location import Location
 from models.config import (
+    _IDENT,
     FIX_SEPARATOR,
     NOT_TIME_TYPES,
     ORDERING_TYPES,
@@ -28,6 +30,7 @@ from models.config import (
     OdsTable,
     ScheduleConfig,
 )
+from models.external_config import ExternalConfig
 from models.quality import CheckSpec
 
 M = TypeVar("M", bound=BaseModel)
@@ -41,6 +44,8 @@ class Project:
     config: LakeConfig
     ods_tables: tuple[OdsTable, ...]
     ods_files: dict[str, str] = field(default_factory=dict)  # ods table name -> declaring file
+    # Tables models read and lake never writes, `external.<name>` (framework/project/externals.py).
+    externals: dict[str, ExternalTable] = field(default_factory=dict)
     target: str | None = None  # the `targets:` entry applied to lake.yaml (framework/project/targets.py)
     # Values `${VAR}` put into lake.yaml and the ODS YAML (value -> variable name): secrets maybe,
     # never to be shown in alerts or records (framework/observe/redact.py).
@@ -310,6 +315,29 @@ def unexpanded(project: Project) -> dict[str, Any]:
     return dict(doc.data) if isinstance(doc.data, dict) else {}
 
 
+def _load_externals(root: Path) -> tuple[dict[str, ExternalTable], list[ConfigIssue]]:
+    """Every external table declared under `root`'s `layers/external/`, and the problems of the others."""
+    out: dict[str, ExternalTable] = {}
+    issues: list[ConfigIssue] = []
+    for path in external_files(root):
+        rel = f"layers/{EXTERNAL_LAYER}/{path.name}"
+        name = f"{EXTERNAL_LAYER}.{path.stem}"
+        if not _IDENT.match(path.stem):
+            issues.append(ConfigIssue(rel, None, "(file)", f"{name} is not a name of letters, digits and underscores (not "
+                                      "starting with a digit): it is the name models read the table by", "rename the file"))
+            continue
+        if name in out:
+            issues.append(ConfigIssue(rel, None, "(file)", f"{name} is also declared in {out[name].rel}", "keep one of the two files"))
+            continue
+        cfg, found = load_model(path, ExternalConfig, rel)
+        issues += found
+        if cfg is None:
+            continue
+        loc = Location.parse(cfg.path, root) if cfg.path is not None else None
+        out[name] = ExternalTable(name, rel, cfg, loc)
+    return out, issues
+
+
 def load_project(root: Path | str, target: str | None = None) -> Project:
     """Load and validate a whole project; raise one ConfigError listing every problem. `target`:
     the `targets:` entry to apply (else LAKE_TARGET's, else `default_target:`, else none)."""
@@ -346,7 +374,10 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
             files[t.table_name] = rel
             sources[t.source] = rel
             tables.append(t)
+    externals, found = _load_externals(root)
+    issues += found
     if issues:
         raise ConfigError(issues)
     assert cfg is not None
-    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files, target=chosen, secrets=secrets)
+    return Project(root=root, config=cfg, ods_tables=tuple(tables), ods_files=files, externals=externals, target=chosen,
+                   secrets=secrets)

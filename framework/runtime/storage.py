@@ -30,6 +30,9 @@ class Storage(Protocol):
     def files(self, loc: Location) -> Iterator[tuple[Location, int]]:
         """Every file under `loc` (recursively) with its size in bytes."""
         ...
+    def stats(self, loc: Location) -> Iterator[tuple[Location, int, int]]:
+        """Every file under `loc` (recursively) with its size in bytes and modification time (epoch ms)."""
+        ...
     def read_text(self, loc: Location) -> str: ...
     def read_bytes(self, loc: Location) -> bytes: ...
     def write_text(self, loc: Location, text: str) -> None:
@@ -70,6 +73,14 @@ class LocalStorage:
                 p = Path(dirpath) / n
                 with contextlib.suppress(FileNotFoundError):
                     yield Location(None, "", str(p)), p.stat().st_size
+
+    def stats(self, loc: Location) -> Iterator[tuple[Location, int, int]]:
+        for dirpath, _dirs, names in os.walk(loc.local):
+            for n in names:
+                p = Path(dirpath) / n
+                with contextlib.suppress(FileNotFoundError):
+                    st = p.stat()
+                    yield Location(None, "", str(p)), st.st_size, st.st_mtime_ns // 1_000_000
 
     def read_text(self, loc: Location) -> str:
         return loc.local.read_text(encoding="utf-8")
@@ -142,6 +153,15 @@ class HadoopStorage:
         while it.hasNext():
             s = it.next()
             yield Location.parse(s.getPath().toString()), int(s.getLen())
+
+    def stats(self, loc: Location) -> Iterator[tuple[Location, int, int]]:
+        fs, p = self._fs(loc)
+        if not fs.exists(p):
+            return
+        it = fs.listFiles(p, True)
+        while it.hasNext():
+            s = it.next()
+            yield Location.parse(s.getPath().toString()), int(s.getLen()), int(s.getModificationTime())
 
     def read_text(self, loc: Location) -> str:
         fs, p = self._fs(loc)

@@ -13,7 +13,7 @@ import datetime as dt
 import decimal
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -168,7 +168,9 @@ def print_checks(console: Console, records: list[Any]) -> None:
     console.print(t)
 
 
-def print_plan(console: Console, plans: list[Any]) -> None:
+def print_plan(console: Console, plans: list[Any], externals: Mapping[str, str] | None = None) -> None:
+    """The plan's table, each model's reason, and the external tables the models read (`externals`:
+    name -> what it reads), which lake never builds: the version each build would read."""
     t = Table(title="plan (nothing is written)", title_justify="left")
     for col in ("model", "mode", "strategy", "pending commits", "changed rows"):
         t.add_column(col, no_wrap=col in ("model", "mode", "strategy"))
@@ -183,6 +185,9 @@ def print_plan(console: Console, plans: list[Any]) -> None:
         # A strict model's refusal (framework/transform/strict.py) says the command that allows it.
         _line(console, f"  {p.model.name}: " + (f"REFUSED: {refused}; lake build {p.model.name} --allow-full allows it once"
                                                  if refused else p.reason))
+    read = {u: v for p, _ in plans for u, v in p.end.items() if externals and u in externals}
+    for u, v in sorted(read.items()):
+        _line(console, f"  {u}: external table, read and never built ({externals[u] if externals else ''}; version {v})")
 
 
 def print_runs(console: Console, records: list[Any]) -> None:

@@ -15,7 +15,7 @@ from framework.project.config import Project
 from framework.quality import store
 from framework.runtime import history
 from framework.runtime.paths import Layout
-from framework.transform.analysis import Analyses
+from framework.transform.analysis import Analyses, declared_keys
 from framework.transform.dag import build_graph
 from framework.transform.lineage import LineageNode, Tracer, warehouse_schema
 from framework.transform.loader import Model
@@ -35,7 +35,7 @@ def collect(project: Project, models: dict[str, Model], runs: list[RunRecord] | 
     quality = _latest_quality(layout)
     tracer = Tracer.for_project(project, models)
     tables = [_ods_doc(project, n, graph, layout, builds, quality) for n in sorted(t.qualified_name for t in project.ods_tables)]
-    analyses = Analyses(models, {t.qualified_name: tuple(t.key) for t in project.ods_tables if t.key})
+    analyses = Analyses(models, declared_keys(project))
     keyless = {t.qualified_name for t in project.ods_tables if not t.key}
     layer_order = {layer: i for i, layer in enumerate(("dwd", "dws"))}
     for name in sorted(models, key=lambda n: (layer_order.get(models[n].layer, 9), n)):

@@ -149,6 +149,12 @@ def model_yaml(_cli: click.Group) -> str:
     return yaml_keys.render(ModelConfig, "<model>.yaml", skip=frozenset({"checks"}), elsewhere={CheckSpec: "checks.md"})
 
 
+def external_yaml(_cli: click.Group) -> str:
+    from models.external_config import ExternalConfig
+
+    return yaml_keys.render(ExternalConfig, "layers/external/<name>.yaml")
+
+
 def unit_test_yaml(_cli: click.Group) -> str:
     return yaml_keys.render(UnitTestFile, "tests/*.yaml")
 
@@ -190,6 +196,7 @@ SECTIONS: dict[str, Callable[[click.Group], str]] = {
     "lake.yaml": lake_yaml,
     "ods.yaml": ods_yaml,
     "model.yaml": model_yaml,
+    "external.yaml": external_yaml,
     "unit-tests.yaml": unit_test_yaml,
     "checks": checks_reference,
     "selectors": selectors_reference,

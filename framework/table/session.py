@@ -29,6 +29,8 @@ from framework.runtime.jars import (
 from framework.runtime.location import Location
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from pyspark.sql import SparkSession
 
     from framework.project.config import Project
@@ -249,11 +251,19 @@ def ensure_storage(project: Project) -> None:
         spark_session(project)
 
 
+def ensure_external_storage(project: Project, names: Iterable[str]) -> None:
+    """Start Spark when one of the external tables `names` is not on the local disk (its version
+    is read through Hadoop's file system: framework/transform/external.py)."""
+    if any((e := project.externals.get(n)) is not None and e.location is not None and not e.location.is_local for n in names):
+        spark_session(project)
+
+
 def uses_s3(project: Project) -> bool:
-    """Whether the warehouse or the CDC files are at s3a:// (Hadoop's S3 file system, which lake
+    """Whether the warehouse, the CDC files or an external table are at s3a:// (Hadoop's S3 file system, which lake
     brings). EMR's `s3://` is EMRFS, already on an EMR cluster's classpath: nothing to add."""
     src = getattr(project.config.ods.source, "path", "")
-    return any(str(x).startswith("s3a://") for x in (project.config.warehouse, src))
+    paths = [project.config.warehouse, src, *(str(e.location) for e in project.externals.values() if e.location is not None)]
+    return any(str(x).startswith("s3a://") for x in paths)
 
 
 def check_file_system(spark: SparkSession, where: Location) -> None:

@@ -40,6 +40,13 @@ def analyze_model(m: Model, upstream_key: KeyOf) -> Analysis:
     return a
 
 
+def declared_keys(project: Project) -> dict[str, tuple[str, ...]]:
+    """The keys the YAML files declare for tables models read that are not models: ODS tables'
+    and external tables' `key:` (a table declared without one is left out)."""
+    return {**{t.qualified_name: tuple(t.key) for t in project.ods_tables if t.key},
+            **{n: tuple(e.config.key) for n, e in project.externals.items() if e.config.key}}
+
+
 class _Unknown(Exception):
     """A key that only the table itself can tell (an ODS table declared without `key:`)."""
 
@@ -49,6 +56,7 @@ def strategy_issues(project: Project, models: dict[str, Model]) -> list[ConfigIs
     key of an ODS table declared without `key:` (Kafka: the key is in the table) is left to the
     build, which reports the same problem."""
     ods_keys = {t.qualified_name: tuple(t.key) if t.key else None for t in project.ods_tables}
+    external_keys = {n: tuple(e.config.key) if e.config.key else None for n, e in project.externals.items()}
     done: dict[str, Analysis | None] = {}
 
     def key_of(name: str) -> tuple[str, ...] | None:
@@ -57,6 +65,8 @@ def strategy_issues(project: Project, models: dict[str, Model]) -> list[ConfigIs
             if key is None:
                 raise _Unknown(name)
             return key
+        if name in external_keys:
+            return external_keys[name]
         if name not in models:
             return None
         a = analysis(models[name])
@@ -110,7 +120,8 @@ def _line_of(m: Model, key: str) -> int | None:
 
 class Analyses:
     """Analyses of a project's models, made once each. `ods_keys`: the key of every ODS table
-    (from its YAML, or, for one declared without `key:`, the key its Hudi table was created with)."""
+    (from its YAML, or, for one declared without `key:`, the key its Hudi table was created with),
+    and of each external table that declares one."""
 
     def __init__(self, models: Mapping[str, Model], ods_keys: Mapping[str, tuple[str, ...]]) -> None:
         self.models = models

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from framework.errors import LakeError
 from framework.project.config import Project
+from framework.project.externals import is_external
 from framework.project.types import in_place
 from framework.quality.checks import GateResult
 from framework.quality.model_gate import ModelGate
@@ -196,11 +197,12 @@ class Committer:
             record = record.model_copy(update={"hidden": hidden.write(self.spark, companion, *moved, p.hidden, p.counts)})
             failpoint("after_hidden_commit")
         same_hidden = record.hidden == p.hidden
-        if (written + deleted == 0 and exists and same_hidden and not p.forward
+        if (written + deleted == 0 and exists and same_hidden and not p.forward and not self._external_moved(p)
                 and ((p.mode != "full" and not self._lagging(p)) or self._recorded(p))):
             return 0, 0
         # (A full rebuild that changes no row still commits, empty, when the table's commit
-        # records another fingerprint or checkpoint: else every later build would be full.
+        # records another fingerprint or checkpoint: else every later build would be full. So does
+        # a recompute for an external table's new version: else every later build would recompute.
         # So does a build that changes no row once its checkpoint lags far: see _lagging; and one
         # whose hidden groups changed, to record their table's new instant; and a forward-only
         # change, to record the model's new fingerprint.)
@@ -220,6 +222,12 @@ class Committer:
         rec, m = p.recorded, p.model
         return (rec is not None and dict(rec.checkpoint) == dict(p.end) and rec.fingerprint == m.fingerprint
                 and rec.metadata == m.metadata_fingerprint)
+
+    def _external_moved(self, p: ModelPlan) -> bool:
+        """Whether the plan reads an external table at another version than the table's last
+        commit records (framework/transform/external.py)."""
+        ckpt = p.recorded.checkpoint if p.recorded is not None else {}
+        return any(is_external(u) and ckpt.get(u) != v for u, v in p.end.items())
 
     def _lagging(self, p: ModelPlan) -> bool:
         """The checkpoint lags an upstream by so many commits that a build writing no row should

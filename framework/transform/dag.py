@@ -1,6 +1,7 @@
 """The dependency graph (networkx), selection over it and its renderings.
 
-Nodes are ODS tables and models; an edge u → m means model m reads u. Selectors are dbt's
+Nodes are ODS tables, external tables (read, never built: framework/transform/external.py) and
+models; an edge u → m means model m reads u. Selectors are dbt's
 (framework/transform/selector.py): `tag:finance,layer:dws` (intersection), `+dws.user_agg`,
 `dws.user_agg+1`, `@dws.user_agg`, `path:layers/dws`, `state:modified`; several are a union.
 """
@@ -22,6 +23,8 @@ def build_graph(project: Project, models: dict[str, Model]) -> nx.DiGraph:
     g: nx.DiGraph = nx.DiGraph()
     for t in project.ods_tables:
         g.add_node(t.qualified_name, kind="ods", layer="ods")
+    for e in project.externals.values():
+        g.add_node(e.name, kind="external", layer="external", tags=tuple(e.config.tags), path=e.rel, source=e.where)
     for m in models.values():
         g.add_node(m.name, kind=m.kind, layer=m.layer, tags=tuple(m.config.tags), path=m.rel)
     for m in models.values():
@@ -48,8 +51,12 @@ def select(g: nx.DiGraph, models: dict[str, Model], selectors: tuple[str, ...] |
         from framework.transform.state import last_results
 
         results = last_results(project)
-    u = Universe(g, models, project.root if project else None, project.ods_files if project else {}, recorded, results)
+    u = Universe(g, models, project.root if project else None, project.ods_files if project else {}, recorded, results,
+                 {n: e.rel for n, e in project.externals.items()} if project else {})
     return selector.select(u, selectors, exclude, nodes=nodes)
+
+
+SOURCES = ("ods", "external")  # node kinds lake does not build from a query: the graph's sources
 
 
 def render(g: nx.DiGraph, fmt: str, only: set[str] | None = None) -> str:
@@ -60,7 +67,7 @@ def render(g: nx.DiGraph, fmt: str, only: set[str] | None = None) -> str:
     if fmt == "dot":
         lines = ["digraph lake {", "  rankdir=LR;"]
         for n in nodes:
-            shape = "cylinder" if g.nodes[n]["kind"] == "ods" else "box"
+            shape = {"ods": "cylinder", "external": "folder"}.get(g.nodes[n]["kind"], "box")
             lines.append(f'  "{n}" [shape={shape}];')
         lines += [f'  "{a}" -> "{b}";' for a, b in g.edges if a in nodes and b in nodes]
         return "\n".join(lines + ["}"])
@@ -68,16 +75,18 @@ def render(g: nx.DiGraph, fmt: str, only: set[str] | None = None) -> str:
         ids = {n: n.replace(".", "_") for n in nodes}
         lines = ["graph LR"]
         for n in nodes:
-            lines.append(f"  {ids[n]}[({n})]" if g.nodes[n]["kind"] == "ods" else f"  {ids[n]}[{n}]")
+            kind = g.nodes[n]["kind"]
+            lines.append(f"  {ids[n]}[({n})]" if kind == "ods" else f"  {ids[n]}[/{n}/]" if kind == "external" else f"  {ids[n]}[{n}]")
         lines += [f"  {ids[a]} --> {ids[b]}" for a, b in g.edges if a in nodes and b in nodes]
         return "\n".join(lines)
-    # tree: each model with its upstreams, indented
+    # tree: each model with its upstreams, indented (an external table with what it reads)
     lines = []
     for n in nodes:
-        if g.nodes[n]["kind"] == "ods":
+        if g.nodes[n]["kind"] in SOURCES:
             continue
         lines.append(f"{n}  [{g.nodes[n]['kind']}]")
         preds = sorted(g.predecessors(n))
         for i, p in enumerate(preds):
-            lines.append(f"  {'└──' if i == len(preds) - 1 else '├──'} {p}")
+            source = f"  ({g.nodes[p]['source']})" if g.nodes[p]["kind"] == "external" else ""
+            lines.append(f"  {'└──' if i == len(preds) - 1 else '├──'} {p}{source}")
     return "\n".join(lines)

@@ -10,13 +10,14 @@ from pyspark.sql import SparkSession
 
 from framework.errors import LakeError
 from framework.project.config import Project
+from framework.project.externals import is_external
 from framework.quality.model_gate import ModelGate
 from framework.runtime.history import new_run_id
 from framework.runtime.paths import Layout
 from framework.table import hudi, timeline
 from framework.transform import strategies
 from framework.transform import strict as strictness
-from framework.transform.analysis import Analyses
+from framework.transform.analysis import Analyses, declared_keys
 from framework.transform.commit import Committer
 from framework.transform.context import BuildContext
 from framework.transform.loader import Model
@@ -40,6 +41,12 @@ def ods_keys(spark: SparkSession | None, project: Project, layout: Layout) -> di
     return out
 
 
+def source_keys(spark: SparkSession | None, project: Project, layout: Layout) -> dict[str, tuple[str, ...]]:
+    """The keys of the tables models read that are not models: every ODS table's (`ods_keys`) and
+    each external table's that declares `key:`."""
+    return {**ods_keys(spark, project, layout), **{n: k for n, k in declared_keys(project).items() if is_external(n)}}
+
+
 class Evaluator:
     """Plans and builds models one at a time on one session, under one run id."""
 
@@ -50,10 +57,10 @@ class Evaluator:
         self.project = project
         self.models = models
         self.layout = layout or Layout(project.warehouse)  # an environment's (framework/envs/layout.py), or production
-        self.reader = TableReader(spark, self.layout)
+        self.reader = TableReader(spark, self.layout, project.externals)
         # Quality checks run before each commit; results and quarantined rows carry the run id.
         self.gate = ModelGate(spark, project, self.layout, run_id or new_run_id())
-        self.analyses = Analyses(models, ods_keys(spark, project, self.layout))
+        self.analyses = Analyses(models, source_keys(spark, project, self.layout))
         self.limits = BuildLimits(project.config.build.recompute_below_mib)
         committer = Committer(spark, project, self.layout, self.reader, self.gate)
         self.ctx = BuildContext(spark, self.reader, committer, self.analyses.key_of)
@@ -61,7 +68,7 @@ class Evaluator:
     def plan(self, m: Model, incremental: bool) -> ModelPlan:
         """`m`'s plan from the state of its tables now (after the upstreams built before it)."""
         sized = m.upstreams if needs_sizes(m, self.limits) else ()
-        state = read_state(self.spark, self.layout, m.upstreams, [m.name], sized)
+        state = read_state(self.spark, self.layout, m.upstreams, [m.name], sized, self.project.externals)
         try:
             return plan_model(m, self.analyses.of(m), state, incremental, self.limits, self.options.allow_full,
                               self.options.forward_only)
@@ -124,4 +131,4 @@ def upstream_changes(layout: Layout, p: ModelPlan) -> dict[str, int]:
     """Rows each upstream's commits in the plan's range (checkpoint, end] inserted, updated or
     deleted: Hudi's write statistics from the timeline, no Spark job. Empty without a checkpoint."""
     return {u: sum(c.changed for c in timeline.commits_between(layout.table(u), begin, p.end[u]))
-            for u, begin in p.begin.items() if u in p.end}
+            for u, begin in p.begin.items() if u in p.end and not is_external(u)}

@@ -28,7 +28,7 @@ from framework.runtime.paths import Layout
 from framework.table import hudi
 from framework.transform.loader import Model
 
-Kind = Literal["sql", "python", "ods", "unknown"]
+Kind = Literal["sql", "python", "ods", "external", "unknown"]
 # Hudi's own columns and lake's bookkeeping columns: not visible through `ods.<name>`.
 _HIDDEN_PREFIXES = ("_hoodie_", "_lake_")
 _HIDDEN = ("_deleted",)
@@ -132,6 +132,8 @@ class Tracer:
         if model is None:
             if table.startswith("ods."):
                 return self._ods(table, column, strict)
+            if table in self.project.externals:  # a source whose columns lake knows only when it reads it
+                return LineageNode(table, column, "external")
             return LineageNode(table, column, "unknown", note=f"{table} is not a table of this project")
         if model.sql is None:
             return LineageNode(table, column, "python", note=(

@@ -45,7 +45,7 @@ def render_tree(node: LineageNode) -> Tree:
 
     def style(n: LineageNode, role: str) -> str:
         label = escape(_label(n, role))
-        return f"[green]{label}[/]" if n.kind == "ods" else f"[bold]{label}[/]"
+        return f"[green]{label}[/]" if n.kind in ("ods", "external") else f"[bold]{label}[/]"
 
     def fill(tree: Tree, n: LineageNode) -> None:
         if n.note:

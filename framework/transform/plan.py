@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from framework.table.hudi import Instant
+from framework.transform import external, seed
 from framework.transform import fingerprint as fp
-from framework.transform import seed
 from framework.transform import strict as strictness
 from framework.transform.loader import Model
 from framework.transform.strategy import Analysis
@@ -54,6 +54,8 @@ class State:
 
     upstreams: Mapping[str, UpstreamState] = field(default_factory=dict)
     targets: Mapping[str, TargetState] = field(default_factory=dict)
+    externals: Mapping[str, str] = field(default_factory=dict)  # external table read -> its version (framework/transform/external.py)
+    absent: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # external table with nothing to read -> (why, fix)
 
 
 @dataclass(frozen=True)
@@ -105,14 +107,20 @@ def make_plan(models: Sequence[tuple[Model, Analysis]], state: State, incrementa
 
 def _waiting(m: Model, a: Analysis, state: State, earlier: set[str]) -> ModelPlan | None:
     """The plan of a model whose upstreams do not all have data yet, or None."""
-    empty = [u for u in m.upstreams if u not in state.upstreams or not state.upstreams[u].instants]
+    empty = [u for u in m.upstreams if u in state.absent
+             or (u not in state.externals and (u not in state.upstreams or not state.upstreams[u].instants))]
     if not empty:
         return None
     built = [u for u in empty if u in earlier]
     waits = [u for u in empty if u not in earlier]
     said = ([f"waits for {', '.join(waits)} (no data yet)"] if waits else []) + ([f"after this build creates {', '.join(built)}"] if built else [])
-    end = {u: state.upstreams[u].instants[-1].completed for u in m.upstreams if u not in empty}
+    end = {u: _end(u, state) for u in m.upstreams if u not in empty}
     return ModelPlan(m, a, "full", "full build; " + "; ".join(said), end)
+
+
+def _end(u: str, state: State) -> str:
+    """What a build reads upstream `u` as of: its latest commit, or an external table's version."""
+    return state.externals[u] if u in state.externals else state.upstreams[u].instants[-1].completed
 
 
 def plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: BuildLimits, allow_full: bool = False,
@@ -134,13 +142,7 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
     if m.kind == "seed":  # its content hash alone decides (framework/transform/seed.py)
         seed_mode, why = seed.mode(m, state.targets.get(m.name, TargetState()).fingerprint)
         return ModelPlan(m, a, seed_mode, why, {})
-    end: dict[str, str] = {}
-    for u in m.upstreams:
-        up = state.upstreams.get(u)
-        if up is None or not up.instants:
-            raise PlanError(f"{m.name} reads {u}, which has no data yet",
-                            fix=f"load {u} first: `lake ingest` for an ODS table, `lake build +{m.name}` for a model (it builds ancestors)")
-        end[u] = up.instants[-1].completed
+    end = _ends(m, state)
     if not incremental:
         return ModelPlan(m, a, "full", "full build requested", end)
     target = state.targets.get(m.name, TargetState())
@@ -156,8 +158,13 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
         return ModelPlan(m, a, "full", "its table was written before hidden groups moved out of it (to _lake/hidden/): "
                                        "a full build moves them", end)
     pending: dict[str, int] = {}
+    stale: list[str] = []  # why external tables must be read again (they have no change feed to take)
     for u in m.upstreams:
         c = ckpt.get(u)
+        if u in state.externals:
+            pending[u] = 0
+            stale += [said] if (said := external.change(u, c, state.externals[u])) else []
+            continue
         if c is None:
             return ModelPlan(m, a, "full", f"no checkpoint for upstream {u}", end)
         up = state.upstreams[u]
@@ -168,7 +175,10 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
     retyped = next((r for u in m.upstreams if pending[u] and (r := _retyped(u, ckpt[u], state.upstreams[u]))), None)
     if retyped:
         return ModelPlan(m, a, "full", retyped, end)
-    begin = dict(ckpt)
+    begin = {**{u: end[u] for u in state.externals if u in end}, **ckpt}
+    if stale:
+        return ModelPlan(m, a, "recompute", f"{'; '.join(stale)}: an external table has no change feed, so the model is recomputed "
+                                            "from a full read and only the rows that differ are written", end, begin, pending)
     if forward:  # the model's own strategy, from its checkpoint (nothing new upstream: an empty commit records it)
         why = (f"forward-only: {', '.join(forward)} built from now on; rows built before hold NULL in "
                f"{'it' if len(forward) == 1 else 'them'} until a change reaches their key")
@@ -181,7 +191,7 @@ def _plan_model(m: Model, a: Analysis, state: State, incremental: bool, limits: 
     limit = limits.recompute_below_mib if own is None else own
     setting = "build.recompute_below_mib" if own is None else f"recompute_below_mib in {m.stem}.yaml"
     if limit > 0 and not strict:  # a strict model always runs its strategy
-        size = sum(state.upstreams[u].size_bytes for u in m.upstreams)
+        size = sum(state.upstreams[u].size_bytes for u in m.upstreams if u in state.upstreams)
         if size <= limit * 2**20:
             reason = (f"upstreams hold {_mib(size)} (≤ {setting}: {limit:g} MiB): recomputing and writing only "
                       f"the rows that differ is cheaper than the {a.strategy} strategy at this size")
@@ -210,6 +220,20 @@ def forward_change(m: Model, a: Analysis, target: TargetState) -> tuple[list[str
     if a.strategy not in ("rowwise", "rescan"):
         return [], f"{', '.join(added)} cannot be built forward-only by the {a.strategy} strategy: every row of a group or model counts"
     return added, None
+
+
+def _ends(m: Model, state: State) -> dict[str, str]:
+    """What the build reads each upstream as of; PlanError when one has no data yet."""
+    end: dict[str, str] = {}
+    for u in m.upstreams:
+        if u in state.absent:
+            raise PlanError(*state.absent[u])
+        up = state.upstreams.get(u)
+        if u not in state.externals and (up is None or not up.instants):
+            raise PlanError(f"{m.name} reads {u}, which has no data yet",
+                            fix=f"load {u} first: `lake ingest` for an ODS table, `lake build +{m.name}` for a model (it builds ancestors)")
+        end[u] = _end(u, state)
+    return end
 
 
 def _unusable(u: str, c: str, up: UpstreamState) -> str | None:

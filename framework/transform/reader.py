@@ -20,17 +20,24 @@ Otherwise:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from framework.errors import LakeError
 from framework.ods.decode import decimal_from_bytes
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
 from framework.table import hudi, timeline
 from framework.table.columns import live, visible_columns
+from framework.transform import external
+
+if TYPE_CHECKING:
+    from framework.project.externals import ExternalTable
 
 # Hudi's refusal, when a query runs, of a time travel to before the earliest retained commit.
 CLEANED = "Cleaner cleaned up the timestamp of interest"
@@ -46,9 +53,12 @@ class Change:
 
 
 class TableReader:
-    def __init__(self, spark: SparkSession, layout: Layout) -> None:
+    """Reads lake's tables in `layout`, and the project's `externals` (framework/transform/external.py)."""
+
+    def __init__(self, spark: SparkSession, layout: Layout, externals: Mapping[str, ExternalTable] | None = None) -> None:
         self.spark = spark
         self.layout = layout
+        self.externals = externals or {}
 
     def path(self, name: str) -> Location:
         return self.layout.table(name)
@@ -69,7 +79,10 @@ class TableReader:
         return r.load(str(self.path(name)))
 
     def snapshot(self, name: str, as_of: str | None = None) -> DataFrame:
-        """Live rows, visible columns, as of a completion time (None: latest)."""
+        """Live rows, visible columns, as of a completion time (None: latest); an external table's
+        rows as of its version."""
+        if name in self.externals:
+            return external.frame(self.spark, self.externals[name], as_of)
         df = self.raw(name, as_of)
         return df.where(live(df)).select(*visible_columns(df))
 
@@ -85,6 +98,9 @@ class TableReader:
                 .load(str(self.path(name))))
 
     def change(self, name: str, key: list[str], begin: str, end: str) -> Change:
+        if name in self.externals:  # planning recomputes the readers of a changed one instead
+            raise LakeError(f"{name} is an external table, which has no change feed to read",
+                            fix="report this as a lake bug (a plan read an external table incrementally)")
         mor = self.is_mor(name)
         if not mor and timeline.cdc_logged(self.path(name), begin, end):
             return self._logged_change(name, key, begin, end)

@@ -21,7 +21,7 @@ from framework.runtime.paths import Layout
 from framework.table import timeline
 from framework.transform.analysis import Analyses
 from framework.transform.dag import build_graph, select
-from framework.transform.evaluate import Evaluator, ods_keys
+from framework.transform.evaluate import Evaluator, source_keys
 from framework.transform.loader import Model, load_models
 from framework.transform.options import BuildOptions
 from framework.transform.plan import (
@@ -167,8 +167,8 @@ def _planning_inputs(spark: SparkSession | None, project: Project, models: dict[
     """What planning `names` reads: every model's analysis (with the ODS tables' keys) and one read
     of the state of their tables and their upstreams' (`sized`: upstreams whose size counts)."""
     layout = Layout(project.warehouse)
-    analyses = Analyses(models, ods_keys(spark, project, layout))
-    return analyses, read_state(spark, layout, [u for n in names for u in models[n].upstreams], names, sized)
+    analyses = Analyses(models, source_keys(spark, project, layout))
+    return analyses, read_state(spark, layout, [u for n in names for u in models[n].upstreams], names, sized, project.externals)
 
 
 def _changed_rows(layout: Layout, p: ModelPlan) -> dict[str, int]:

@@ -7,7 +7,7 @@
   tagged finance. (lake used to read a comma as a union; a word of model names whose
   intersection is empty is an error that says so.)
 - Each part is a method and a value, with graph operators around it:
-  `dws.user_agg` (a model or ODS table by name), `layer:dws`, `tag:finance`,
+  `dws.user_agg` (a model, ODS or external table by name), `layer:dws`, `tag:finance`,
   `path:layers/dws` (a folder) or `path:layers/dws/units.sql` (a file; its YAML too),
   `state:modified` (data or metadata fingerprint differs from the one in the table's last
   commit, or no commit yet), `state:new` (no commit yet);
@@ -54,6 +54,7 @@ class Universe:
     ods_files: Mapping[str, str] = field(default_factory=dict)  # ods table name (no layer) -> layers/ods/x.yaml
     recorded: Recorded | None = None
     results: LastResults | None = None
+    externals: Mapping[str, str] = field(default_factory=dict)  # external table -> layers/external/x.yaml
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,8 @@ def _match(u: Universe, p: Part) -> set[str]:
     if p.method == "layer":
         return {n for n, d in u.graph.nodes(data=True) if d.get("layer") == p.value}
     if p.method == "tag":
-        return {m.name for m in models.values() if p.value in m.config.tags}
+        return {m.name for m in models.values() if p.value in m.config.tags} | {
+            n for n, d in u.graph.nodes(data=True) if d.get("kind") == "external" and p.value in d.get("tags", ())}
     if p.method == "path":
         return _by_path(u, p.value)
     if p.method == "state":
@@ -165,13 +167,13 @@ def _match(u: Universe, p: Part) -> set[str]:
     name = p.value.lower()
     if name not in u.graph:
         hint = difflib.get_close_matches(name, sorted(u.graph), n=1)
-        kind = "ODS table" if name.startswith("ods.") else "model"
+        kind = "ODS table" if name.startswith("ods.") else "external table" if name.startswith("external.") else "model"
         raise LakeError(f"no {kind} named {name}", fix=f"did you mean {hint[0]}?" if hint else "list models and tables with `lake dag`")
     return {name}
 
 
 def _by_path(u: Universe, value: str) -> set[str]:
-    """Models whose file (or YAML) is the path or lies under it; ODS tables whose YAML does."""
+    """Models whose file (or YAML) is the path or lies under it; ODS and external tables whose YAML does."""
     if u.root is None:
         raise LakeError(f"path:{value} needs the project", fix="report this as a lake bug (a selection without its project)")
     root = u.root.resolve()
@@ -185,7 +187,8 @@ def _by_path(u: Universe, value: str) -> set[str]:
         return p == target or target in p.parents
 
     out = {m.name for m in u.models.values() if inside(m.path) or (m.config_path is not None and inside(m.config_path))}
-    return out | {f"ods.{t}" for t, rel in u.ods_files.items() if inside(root / rel)}
+    return out | {f"ods.{t}" for t, rel in u.ods_files.items() if inside(root / rel)} | {
+        n for n, rel in u.externals.items() if inside(root / rel)}
 
 
 def _by_state(u: Universe, value: str) -> set[str]:

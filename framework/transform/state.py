@@ -10,13 +10,14 @@ read here (`TargetState.recorded`) instead of reading the table's metadata again
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from framework.errors import LakeError
 from framework.runtime import rebuilds
 from framework.runtime.paths import Layout
 from framework.table import hudi, hudi_layout, timeline
-from framework.transform import holders
+from framework.transform import external, holders
 from framework.transform.plan import State, TargetState, UpstreamState
 from models.commit_meta import ModelCheckpoint
 
@@ -24,14 +25,27 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from framework.project.config import Project
+    from framework.project.externals import ExternalTable
     from framework.transform.selector import LastResults, Recorded
 
 
-def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[str], targets: Iterable[str], sized: Iterable[str] = ()) -> State:
+def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[str], targets: Iterable[str], sized: Iterable[str] = (),
+               externals: Mapping[str, ExternalTable] | None = None) -> State:
     """The state of `upstreams` (read by the models) and `targets` (the models' own tables);
-    `sized`: upstreams whose size planning may compare. `spark` may be None when none of the
-    tables exists yet."""
+    `sized`: upstreams whose size planning may compare; `externals`: the project's external
+    tables, of which the upstreams among them have a version instead (framework/transform/external.py).
+    `spark` may be None when none of the tables exists yet."""
     sized = set(sized)
+    externals = externals or {}
+    upstreams = list(dict.fromkeys(upstreams))
+    versions: dict[str, str] = {}
+    absent: dict[str, tuple[str, str]] = {}
+    for u in upstreams:
+        if u in externals:
+            try:
+                versions[u] = external.version(externals[u])
+            except LakeError as e:  # nothing to read yet: planned as a missing upstream
+                absent[u] = (e.message, e.fix or "")
     tgts: dict[str, TargetState] = {}
     for name in dict.fromkeys(targets):
         own = _timeline(layout, name)
@@ -40,7 +54,9 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
         tgts[name] = TargetState(ckpt.checkpoint if ckpt else None, ckpt.fingerprint if ckpt else None, ckpt.hidden if ckpt else None,
                                  holders.threshold(meta, own.instants), ckpt, meta.get(hudi_layout.META_KEY))
     ups: dict[str, UpstreamState] = {}
-    for u in dict.fromkeys(upstreams):
+    for u in upstreams:
+        if u in externals:
+            continue
         # The column types at the targets' checkpoints: a change read since one must not span a type change.
         tl = _timeline(layout, u, {t.checkpoint[u] for t in tgts.values() if t.checkpoint and u in t.checkpoint})
         rec = rebuilds.read(layout, u) if tl.instants else None
@@ -48,7 +64,7 @@ def read_state(spark: SparkSession | None, layout: Layout, upstreams: Iterable[s
         instants = tl.instants if pin is None else tuple(i for i in tl.instants if i.completed <= pin)
         ups[u] = UpstreamState(instants, tl.earliest_retained, hudi.table_bytes(layout.table(u)) if u in sized else 0,
                                (rec.first, rec.reason) if rec else None, tl.types)
-    return State(ups, tgts)
+    return State(ups, tgts, versions, absent)
 
 
 def _timeline(layout: Layout, name: str, types_at: Collection[str] = ()) -> hudi.Timeline:

@@ -19,6 +19,7 @@ from framework.cli.main import main
 from framework.errors import LakeError
 from framework.site import reference, yaml_keys
 from models.config import LakeConfig, ModelConfig, OdsFile
+from models.external_config import ExternalConfig
 from models.unit_test import UnitTestFile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,6 +101,7 @@ SKIPPED = {"CheckSpec"}  # documented on the Checks page: users write checks in 
 @pytest.mark.parametrize("model,render", [
     (LakeConfig, reference.lake_yaml), (OdsFile, reference.ods_yaml),
     (ModelConfig, reference.model_yaml), (UnitTestFile, reference.unit_test_yaml),
+    (ExternalConfig, reference.external_yaml),
 ])
 def test_yaml_reference_has_every_key_pydantic_knows_with_a_description(model: type[BaseModel], render: Any) -> None:
     schema = model.model_json_schema()
