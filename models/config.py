@@ -227,6 +227,9 @@ class OdsTable(TableLayout):
                                                  "`columns:` (which must then list every column, key included). An event with a column "
                                                  "the contract does not declare, or a type it cannot hold, goes to the dead letter with "
                                                  "the reason instead of widening the table.")
+    history: bool = Field(default=False, description="`true`: keep beside `ods.<name>` the history table `ods.<name>_history`, "
+                          "one row per version of each key with `_valid_from`, `_valid_to` (NULL: current), `_is_current` and "
+                          "`_ended_by_delete` (SCD type 2; framework/ods/history.py). Needs `key:`.")
     description: str | None = Field(default=None, description="What the table holds (`lake docs`).")
     owner: str | None = Field(default=None, description="Who answers for it (`lake docs`).")
     tags: list[str] = Field(default_factory=list, description="Labels; `tag:NAME` selects them.")
@@ -323,6 +326,19 @@ class OdsTable(TableLayout):
     @property
     def qualified_name(self) -> str:
         return f"ods.{self.table_name}"
+
+    def readable(self) -> dict[str, tuple[str, ...]]:
+        """The tables of this declaration models may read, with their keys: `ods.<name>`, and its
+        history (keyed by the key and each version's `_seq`) when kept."""
+        out = {self.qualified_name: tuple(self.key)}
+        if self.history_name:
+            out[self.history_name] = (*self.key, "_seq")
+        return out
+
+    @property
+    def history_name(self) -> str | None:
+        """`ods.<name>_history` when the table keeps a history (`history: true`), else None."""
+        return f"ods.{self.table_name}_history" if self.history else None
 
 
 class OdsFile(StrictModel):

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from framework.errors import LakeError
 from framework.ods import decode as D
+from framework.ods import history
 from framework.ods.batch import META_COLUMNS
 from framework.ods.position import parse_position, seq_at
 from framework.project.config import Project
@@ -140,5 +141,9 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
     # A new table has no soft deletes to move (framework/ods/tombstones.py); its first commit is a
     # bulk insert (kinds.bootstrap).
     mark = OdsCommit(bootstrap_rows=rows, bootstrap_source=str(path), tombstones=not target.committed(), bootstrap_watermark=watermark or None)
+    if table.history:  # the dump's rows are each key's first version, valid since an unknown time (framework/ods/history.py)
+        layout = Layout(project.warehouse)
+        history.write(spark, history.table(layout, ProjectDefaults.of(project), table), table, out,
+                      {c: t for c, t in out.dtypes if c in dump.columns or c in table.columns}, mark)
     target.commit(out, mark)  # failpoint before_bootstrap_commit
     return BootstrapResult(table=table.qualified_name, path=str(path), rows=rows, position=watermark, duplicates=dropped)

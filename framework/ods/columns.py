@@ -89,6 +89,13 @@ def resolve_columns(parsed: DataFrame, t: OdsTable, rows: list[Any], current: di
                     f"{res.target.upper()}, which changes the order lake stored (fix: rebuild the table from what the "
                     f"source still has: lake ingest --rebuild {t.qualified_name}, or from a dump: add --path DUMP --position POS)")
                 return
+            if t.history and old is not None and needs_rewrite(t, name, old, res.target):
+                out.rejected[version] = (
+                    f"schema change in {t.source}: column {name!r} changed type from {old.upper()} to {res.target.upper()}, which "
+                    f"Hudi takes only by rewriting the table, and {t.history_name} keeps every version in the old type (fix: "
+                    f"rebuild both from what the source still has: remove {t.history_name}'s table, then lake ingest --rebuild "
+                    f"{t.qualified_name}; the history then starts at the oldest event the source keeps)")
+                return
             candidate[name] = res.target
         out.versions[version] = dec
         out.target.update(candidate)

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from framework.errors import QualityGateError
-from framework.ods import rewrite, tombstones
+from framework.ods import history, rewrite, tombstones
 from framework.ods.context import BatchContext, TableState
 from framework.ods.prepare import Prepared
 from framework.quality.ods_gate import check_table
@@ -42,7 +42,9 @@ def gate_table(ctx: BatchContext, p: Prepared, cache: list[DataFrame], blocked: 
         return None
     if tr.upserts + tr.deletes + p.migrated == 0:
         tr.status = "dead_letter" if tr.status == "dead_letter" else "ok"
-        return None
+        # A history still takes events the table drops (older than a delete): an empty commit
+        # records the batch after it.
+        return p.rows if p.events is not None and tr.replayed else None
     if not t.checks:
         return p.rows
     gate = check_table(ctx.spark, ctx.project, t, p.rows, ctx.run_id, cache)
@@ -68,6 +70,9 @@ def write_table(ctx: BatchContext, p: Prepared, st: TableState, commit: DataFram
     # (framework/ods/tombstones.py); the other order would lose them.
     tr.tombstones_expired = tombstones.write(ctx, t, commit, batch_id)
     failpoint("after_tombstone_commit", t.qualified_name)
+    if p.events is not None:  # its history, in the same order (framework/ods/history.py); failpoint after_history_commit
+        history.write(ctx.spark, history.table(ctx.layout, ctx.defaults, t), t, p.events, p.target,
+                      BatchMark(stream=ctx.stream_id, batch=batch_id))
     # The newest source.ts_ms of the batch's events is what `lake freshness` measures from.
     mark = OdsCommit(stream=ctx.stream_id, batch=batch_id, key=list(t.key), tombstones=True, high_water=p.high_water,
                      event_ts_max=round(tr.event_ts_max.timestamp() * 1000) if tr.event_ts_max is not None else None)

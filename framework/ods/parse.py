@@ -199,6 +199,7 @@ def summarize(parsed: DataFrame, placeholder: str = DEFAULT_PLACEHOLDER) -> list
             F.sum(F.when(ok & marked, 1).otherwise(0)).alias("unavailable"),
             # The source position of the table's last truncate in this batch (position, then arrival).
             F.max(F.when(is_t, F.concat(F.col("pos_seq"), F.col("arrival")))).alias("truncate_at"),
+            F.max(F.when(is_t, F.col("_event_ts"))).alias("truncate_ts"),  # its source time (history tables' validity)
             F.min("_event_ts").alias("event_ts_min"),
             F.max("_event_ts").alias("event_ts_max"),
         )

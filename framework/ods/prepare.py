@@ -17,7 +17,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from framework.ods import contract, tombstones, unavailable
+from framework.ods import contract, history, tombstones, unavailable
 from framework.ods import decode as D
 from framework.ods.columns import Columns, resolve_columns
 from framework.ods.context import BatchContext, HighWater, TableState, utc
@@ -38,7 +38,8 @@ _HW = "struct<pos:string,server:string,ts_ms:bigint>"
 # high-water mark, the dead-letter join).
 _SEQUENCING = ["loc", "op", "_event_ts", "pos_seq", "arrival", "binlog_pos", "server", "ts_raw", "ord_missing"]
 # Helper columns of the rows until they are written: placeholders (unavailable.py), source order.
-_HELPERS = ["_lake_truncated", "_lake_hw", "_lake_replayed", "_unavail", "_lake_pos", "_lake_pair"]
+_HELPERS = ["_lake_truncated", "_lake_hw", "_lake_replayed", "_unavail", "_lake_pos", "_lake_pair", "_lake_orig_seq", "_lake_orig_op",
+            "_lake_orig_ts"]
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Prepared:
     high_water: HighWater | None = None  # the table's after this commit
     migrated: int = 0  # soft deletes of a table written before tombstones, moved by this commit
     rewrite: dict[str, tuple[str, str]] = field(default_factory=dict)  # columns the table takes by a rewrite (rewrite.py)
+    events: DataFrame | None = None  # every event of the batch for the history table (history.py); None: none kept
 
 
 def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], st: TableState, batch_id: int,
@@ -82,7 +84,7 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     p.target, p.rewrite = cols.target, cols.rewrite
     mine = _reject_versions(p, mine, rows, cols)
     delete_all = ctx.project.config.ods.truncate == "delete_all"
-    truncate_at = max((r["truncate_at"] for r in rows if r["is_truncate"] and r["truncate_at"]), default=None) if delete_all else None
+    truncate = max(((r["truncate_at"], r["truncate_ts"]) for r in rows if r["is_truncate"] and r["truncate_at"]), default=None, key=lambda x: x[0]) if delete_all else None
     # Decoded once, and cached with only what sequencing needs: the message text, raw images and
     # image map stay in the batch's cache (parse.py) instead of being copied into this one.
     placeholder = ctx.project.config.ods.unavailable_value_placeholder
@@ -102,7 +104,7 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
         tr.before_bootstrap = good.where(older).count()
         good = good.where(~older)
     migrate = not st.migrated and hudi.table_exists(path)
-    out = _sequenced(ctx, t, cols.target, good, path, sum(r["ord_missing"] or 0 for r in rows), truncate_at, started_at, batch_id,
+    out = _sequenced(ctx, t, cols.target, good, path, sum(r["ord_missing"] or 0 for r in rows), truncate, started_at, batch_id,
                      migrate=migrate)
     horizon = tombstones.expired_horizon(ctx.layout, t.qualified_name) if ctx.replay_guard else None
     if any(r["unavailable"] for r in rows):  # unchanged TOASTed values: keep the key's value
@@ -114,7 +116,7 @@ def prepare(ctx: BatchContext, parsed: DataFrame, t: OdsTable, rows: list[Any], 
     cache.append(out)
     out = _unfilled(p, mine, out, placeholder) if any(r["unavailable"] for r in rows) else out
     _tally(p, out, bad_rows, st)
-    p.rows = out.where(~F.col("_lake_replayed")).drop(*_HELPERS)
+    p.rows, p.events = out.where(~F.col("_lake_replayed")).drop(*_HELPERS), history.events(out) if t.history else None
     return p
 
 
@@ -187,11 +189,13 @@ def _reject_versions(p: Prepared, mine: DataFrame, rows: list[Any], cols: Column
 
 
 def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: DataFrame, path: Location, missing: int,
-               truncate_at: str | None, started_at: datetime, batch_id: int, *, migrate: bool) -> DataFrame:
-    """The rows to write: data columns, `_seq` and lake's columns. A truncate turns every row and
-    event before its position into a delete carrying the truncate's position, so the rows (and
-    their replays) are gone, while rows newer than it, on a replay, stay. `migrate`: the stored
-    soft deletes of a table written before tombstones join the batch as deletes."""
+               truncate: tuple[str, datetime | None] | None, started_at: datetime, batch_id: int, *, migrate: bool) -> DataFrame:
+    """The rows to write: data columns, `_seq` and lake's columns. A truncate (its position and
+    source time) turns every row and event before its position into a delete carrying the
+    truncate's position, so the rows (and their replays) are gone, while rows newer than it, on a
+    replay, stay. `migrate`: the stored soft deletes of a table written before tombstones join the
+    batch as deletes."""
+    truncate_at, truncate_ts = truncate if truncate else (None, None)
     exists = hudi.table_exists(path)
     good, prefix, width = ordering_prefix(ctx, t, target, good, path if exists else None, missing)
     here = F.concat(F.col("pos_seq"), F.col("arrival"))
@@ -199,7 +203,7 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
     out = good.select(
         *[F.col("_row")[c].alias(c) for c in target],
         F.when(cancelled, F.lit("t")).otherwise(F.col("op")).alias("_op"),
-        F.col("_event_ts"),
+        F.when(cancelled & F.lit(truncate_ts is not None), F.lit(truncate_ts).cast("timestamp")).otherwise(F.col("_event_ts")).alias("_event_ts"),
         F.concat(prefix, F.when(cancelled, F.lit(truncate_at)).otherwise(here)).alias("_seq"),
         F.lit(started_at).alias("_ingested_at"),
         (cancelled | (F.col("op") == "d")).alias("_deleted"),
@@ -208,9 +212,11 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
         F.when(F.col("binlog_pos").isNotNull() & F.col("server").isNotNull() & F.col("ts_raw").isNotNull(),
                F.struct(F.col("binlog_pos").alias("pos"), F.col("server"), F.col("ts_raw").alias("ts_ms"))).alias("_lake_hw"),
         F.col("_unavail"), here.alias("_lake_pos"), F.col("pos_seq").alias("_lake_pair"),
+        F.concat(prefix, here).alias("_lake_orig_seq"), F.col("op").alias("_lake_orig_op"),  # a cancelled event's own (history.py)
+        F.col("_event_ts").alias("_lake_orig_ts"),
     )
-    if truncate_at is not None and exists:
-        out = out.unionByName(_wiped(ctx, path, target, width, truncate_at, started_at, batch_id))
+    if truncate is not None and exists:
+        out = out.unionByName(_wiped(ctx, path, target, width, truncate, started_at, batch_id))
     soft = tombstones.soft_deleted(ctx, t, target) if migrate else None
     if soft is not None:
         out = out.unionByName(_no_helpers(soft.withColumn("_lake_hw", F.lit(None).cast(_HW)), width))
@@ -221,15 +227,18 @@ def _sequenced(ctx: BatchContext, t: OdsTable, target: dict[str, str], good: Dat
     return out
 
 
-def _wiped(ctx: BatchContext, path: Location, target: dict[str, str], width: int, truncate_at: str, started_at: datetime, batch_id: int) -> DataFrame:
-    """Deletes of the table's live rows whose position is before the truncate's."""
+def _wiped(ctx: BatchContext, path: Location, target: dict[str, str], width: int, truncate: tuple[str, datetime | None],
+           started_at: datetime, batch_id: int) -> DataFrame:
+    """Deletes of the table's live rows whose position is before the truncate's, at the
+    truncate's position and source time."""
+    truncate_at, truncate_ts = truncate
     stored = hudi.read(ctx.spark, path)
     existing = stored.where(live(stored))
     older_row = F.substring(F.col("_seq"), width + 1, 10_000) < F.lit(truncate_at)
     return existing.where(older_row).select(
         *[F.col(c) if c in existing.columns else F.lit(None).cast(target[c]).alias(c) for c in target],
         F.lit("t").alias("_op"),
-        F.col("_event_ts"),
+        F.coalesce(F.lit(truncate_ts).cast("timestamp"), F.col("_event_ts")).alias("_event_ts"),
         F.concat(F.substring(F.col("_seq"), 1, width), F.lit(truncate_at)).alias("_seq"),
         F.lit(started_at).alias("_ingested_at"),
         F.lit(True).alias("_deleted"),
@@ -242,7 +251,8 @@ def _wiped(ctx: BatchContext, path: Location, target: dict[str, str], width: int
 def _no_helpers(df: DataFrame, width: int) -> DataFrame:
     """Rows lake makes itself (truncate deletes, moved soft deletes) carry no placeholder."""
     return df.select("*", F.array().cast("array<string>").alias("_unavail"), F.substring(F.col("_seq"), width + 1, 10_000).alias("_lake_pos"),
-                     F.lit(None).cast("string").alias("_lake_pair"))
+                     F.lit(None).cast("string").alias("_lake_pair"), F.lit(None).cast("string").alias("_lake_orig_seq"),
+                     F.lit(None).cast("string").alias("_lake_orig_op"), F.lit(None).cast("timestamp").alias("_lake_orig_ts"))
 
 
 def _tally(p: Prepared, out: DataFrame, bad_rows: DataFrame, st: TableState) -> None:

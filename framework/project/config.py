@@ -369,11 +369,18 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
             if t.partition_by and t.partition_by.derived_name in t.key:
                 issues.append(ConfigIssue(rel, None, f"tables[{i}].partition_by.name", "the derived partition column clashes with a key column", "choose another `name:`"))
             issues += _column_issues(rel, i, t)
+            if t.history and not t.key:
+                issues.append(ConfigIssue(rel, None, f"tables[{i}].key", "`history: true` without `key:`: a history has one row per version of each key",
+                                          "add `key: [id]`"))
             if not t.key and cfg is not None and cfg.ods.source.kind != "kafka":
                 issues.append(ConfigIssue(rel, None, f"tables[{i}].key", "no record key", "add `key: [id]` (only the Kafka source can take keys from message keys)"))
             files[t.table_name] = rel
             sources[t.source] = rel
             tables.append(t)
+    for t in tables:
+        if t.history and f"{t.table_name}_history" in files:
+            issues.append(ConfigIssue(files[t.table_name], None, "history", f"{t.history_name}, the history of {t.qualified_name}, is also "
+                                      f"declared in {files[t.table_name + '_history']}", "give one of the two tables another `name:`"))
     externals, found = _load_externals(root)
     issues += found
     if issues:

@@ -53,6 +53,10 @@ tables:
     # Spark SQL types for events without a `schema` block, e.g. {price: "decimal(10,2)"};
     # events with a schema block (like cdc/0001-customers.json) need none.
     columns: {}
+    # `history: true` also keeps every version of each key in ods.customers_history
+    # (_valid_from, _valid_to, _is_current: SCD type 2), for point-in-time joins.
+    # `contract: enforced` (with every column in `columns:`) sends events with other
+    # columns or wider types to the dead letter instead of widening the table.
 """
 
 LAYER_README = """\

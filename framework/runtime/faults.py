@@ -9,7 +9,7 @@ point too: a test can hold a process there (to see what it holds, or to kill it 
 
 The failpoints: `after_dead_letter_commit` (a micro-batch's dead letter is written, no table
 committed), `after_tombstone_commit` (an ODS table's tombstones are written, its commit is
-not), `before_table_commit` / `after_table_commit` (an ODS table's commit),
+not), `before_history_commit` / `after_history_commit` (its history table's, `history: true`), `before_table_commit` / `after_table_commit` (an ODS table's commit),
 `before_offset_commit` (a micro-batch committed in the dead letter and every table, before Spark
 records it), `after_quarantine_write` (rows a `drop` check rejected are written, the table's
 commit is not), `before_bootstrap_commit`, `after_hidden_commit` (an aggregate's hidden-groups

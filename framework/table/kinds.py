@@ -39,6 +39,15 @@ def tombstones(layout: Layout, defaults: ProjectDefaults, t: OdsTable, key: list
     return LakeTable(spec, layout.tombstones(t.qualified_name), defaults)
 
 
+def history(layout: Layout, defaults: ProjectDefaults, t: OdsTable) -> LakeTable:
+    """`ods.<name>_history` (`history: true`): one row per version of each key, keyed by the key
+    and the version's `_seq` (framework/ods/history.py); models read its changes like an ODS table's."""
+    assert t.history_name is not None
+    spec = TableSpec("history", f"{t.table_name}_history", (*t.key, "_seq"), "_seq", sql_name=t.history_name,
+                     before="before_history_commit", after="after_history_commit")
+    return LakeTable(spec, layout.table(t.history_name), defaults)
+
+
 def dead_letter(layout: Layout, defaults: ProjectDefaults) -> LakeTable:
     """`_lake.dead_letter`: events no table could take, keyed by their location."""
     spec = TableSpec("dead_letter", "dead_letter", DEAD_LETTER_KEY, "_seq", cdc=False, sql_name="_lake.dead_letter")
@@ -79,6 +88,6 @@ def plain(location: Location, name: str, key: list[str], defaults: ProjectDefaul
 
 
 KINDS: dict[str, Callable[..., LakeTable]] = {
-    "ods": ods, "bootstrap": bootstrap, "tombstones": tombstones, "dead_letter": dead_letter, "model": model, "hidden": hidden,
+    "ods": ods, "bootstrap": bootstrap, "tombstones": tombstones, "history": history, "dead_letter": dead_letter, "model": model, "hidden": hidden,
     "quarantine": quarantine, "staged": staged, "plain": plain,
 }

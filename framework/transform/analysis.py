@@ -43,7 +43,7 @@ def analyze_model(m: Model, upstream_key: KeyOf) -> Analysis:
 def declared_keys(project: Project) -> dict[str, tuple[str, ...]]:
     """The keys the YAML files declare for tables models read that are not models: ODS tables'
     and external tables' `key:` (a table declared without one is left out)."""
-    return {**{t.qualified_name: tuple(t.key) for t in project.ods_tables if t.key},
+    return {**{n: k for t in project.ods_tables if t.key for n, k in t.readable().items()},
             **{n: tuple(e.config.key) for n, e in project.externals.items() if e.config.key}}
 
 
@@ -55,7 +55,7 @@ def strategy_issues(project: Project, models: dict[str, Model]) -> list[ConfigIs
     """Impossible `strategy:` overrides, found without Spark. A model whose analysis needs the
     key of an ODS table declared without `key:` (Kafka: the key is in the table) is left to the
     build, which reports the same problem."""
-    ods_keys = {t.qualified_name: tuple(t.key) if t.key else None for t in project.ods_tables}
+    ods_keys = {n: k or None for t in project.ods_tables for n, k in t.readable().items()}
     external_keys = {n: tuple(e.config.key) if e.config.key else None for n, e in project.externals.items()}
     done: dict[str, Analysis | None] = {}
 

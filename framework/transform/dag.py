@@ -22,7 +22,8 @@ from framework.transform.selector import LastResults, Recorded, Universe
 def build_graph(project: Project, models: dict[str, Model]) -> nx.DiGraph:
     g: nx.DiGraph = nx.DiGraph()
     for t in project.ods_tables:
-        g.add_node(t.qualified_name, kind="ods", layer="ods")
+        for name in t.readable():  # the table, and its history (history: true)
+            g.add_node(name, kind="ods", layer="ods")
     for e in project.externals.values():
         g.add_node(e.name, kind="external", layer="external", tags=tuple(e.config.tags), path=e.rel, source=e.where)
     for m in models.values():

@@ -35,7 +35,7 @@ def ods_keys(spark: SparkSession | None, project: Project, layout: Layout) -> di
     for t in project.ods_tables:
         path = layout.table(t.qualified_name)
         if t.key or not hudi.table_exists(path):
-            out[t.qualified_name] = tuple(t.key)
+            out.update(t.readable())
         else:
             out[t.qualified_name] = tuple(timeline.fields(timeline.properties(path), "recordkey"))
     return out

@@ -91,7 +91,7 @@ def load_models(project: Project) -> dict[str, Model]:
     seeds, seed_issues = load_seeds(project)
     issues += seed_issues
     found.update(seeds)
-    known = {t.qualified_name for t in project.ods_tables} | set(project.externals) | set(found)
+    known = {n for t in project.ods_tables for n in t.readable()} | set(project.externals) | set(found)
     for m in found.values():
         for u in m.upstreams:
             if u not in known:

@@ -121,3 +121,13 @@ def test_model_file_names_must_be_identifiers(tmp_path: Path) -> None:
     (issue,) = e.value.issues
     assert (issue.file, issue.field) == ("layers/dwd/my-model.sql", "(file)")
     assert "dwd.my-model" in issue.problem and "rename" in issue.fix
+
+
+def test_history_needs_a_key_and_its_own_name(tmp_path: Path) -> None:
+    issues = _load(tmp_path, "tables:\n  - {source: shop.users, history: true}\n", lake="name: demo\nods: {source: {kind: kafka, topics: [x]}}\n")
+    assert any(i.field == "tables[0].key" and "`history: true` without `key:`" in i.problem for i in issues), [str(i) for i in issues]
+    (issue,) = _load(tmp_path, "tables:\n  - {source: shop.users, key: [id], history: true}\n  - {source: shop.users_history, key: [id]}\n")
+    assert "ods.users_history, the history of ods.users, is also declared" in issue.problem
+    assert _load(tmp_path, "tables:\n  - {source: shop.users, key: [id], history: true}\n") == []
+    t = load_project(tmp_path).ods_tables[0]
+    assert t.history_name == "ods.users_history" and t.readable() == {"ods.users": ("id",), "ods.users_history": ("id", "_seq")}
