@@ -31,6 +31,9 @@ class ModelConfig(TableLayout):
     contract: Literal["enforced"] | None = Field(default=None, description="`enforced`: the output must have exactly the columns "
                                                  "`columns:` declares, with their types (and nullability); a build that does not "
                                                  "match fails before anything is committed (dbt's model contracts).")
+    history: bool = Field(default=False, description="`true`: keep `<layer>.<name>_history`, one row per version of each output row "
+                          "across builds with `_valid_from` / `_valid_to` (the commit times of the builds that wrote and ended it), "
+                          "`_is_current` and `_ended_by_delete` (dbt snapshots of a query; framework/transform/model_history.py).")
     depends_on: list[str] = Field(default_factory=list, description="Python models only: the tables it reads, `<layer>.<table>`.")
     tags: list[str] = Field(default_factory=list, description="Labels; `tag:NAME` selects them.")
     description: str | None = Field(default=None, description="What the model computes (`lake docs`).")

@@ -143,7 +143,7 @@ def run_bootstrap(spark: SparkSession, project: Project, table: OdsTable, path: 
     mark = OdsCommit(bootstrap_rows=rows, bootstrap_source=str(path), tombstones=not target.committed(), bootstrap_watermark=watermark or None)
     if table.history:  # the dump's rows are each key's first version, valid since an unknown time (framework/ods/history.py)
         layout = Layout(project.warehouse)
-        history.write(spark, history.table(layout, ProjectDefaults.of(project), table), table, out,
-                      {c: t for c, t in out.dtypes if c in dump.columns or c in table.columns}, mark)
+        types = {c: t for c, t in out.dtypes if c in dump.columns or c in table.columns}
+        history.write(spark, history.table(layout, ProjectDefaults.of(project), table), table.key, history.ods_events(table, out, types), mark)
     target.commit(out, mark)  # failpoint before_bootstrap_commit
     return BootstrapResult(table=table.qualified_name, path=str(path), rows=rows, position=watermark, duplicates=dropped)

@@ -71,7 +71,7 @@ def write_table(ctx: BatchContext, p: Prepared, st: TableState, commit: DataFram
     tr.tombstones_expired = tombstones.write(ctx, t, commit, batch_id)
     failpoint("after_tombstone_commit", t.qualified_name)
     if p.events is not None:  # its history, in the same order (framework/ods/history.py); failpoint after_history_commit
-        history.write(ctx.spark, history.table(ctx.layout, ctx.defaults, t), t, p.events, p.target,
+        history.write(ctx.spark, history.table(ctx.layout, ctx.defaults, t), t.key, history.ods_events(t, p.events, p.target),
                       BatchMark(stream=ctx.stream_id, batch=batch_id))
     # The newest source.ts_ms of the batch's events is what `lake freshness` measures from.
     mark = OdsCommit(stream=ctx.stream_id, batch=batch_id, key=list(t.key), tombstones=True, high_water=p.high_water,

@@ -59,24 +59,28 @@ def valid_from(t: OdsTable, target: dict[str, str]) -> Column:
     return F.col("_event_ts")
 
 
-def write(spark: SparkSession, h: LakeTable, t: OdsTable, events: DataFrame, target: dict[str, str], mark: CommitRecord | None) -> int:
-    """Splice the batch's `events` (data columns of `target`, `_seq`, `_event_ts`, `_deleted`, ...)
-    into the history `h` of their keys and commit the rows that change, with `mark`; returns the
-    rows written."""
-    cols = list(target)
-    new = events.select(*[F.col(f"`{c}`") for c in cols], *_EVENT, valid_from(t, target).alias("_valid_from"))
-    keys = [F.col(f"`{k}`") for k in t.key]
+def ods_events(t: OdsTable, events: DataFrame, target: dict[str, str]) -> DataFrame:
+    """An ODS batch's events (`events`) as `write` takes them: the columns of `target`, the event's
+    own columns and when its version starts."""
+    return events.select(*[F.col(f"`{c}`") for c in target], *_EVENT, valid_from(t, target).alias("_valid_from"))
+
+
+def write(spark: SparkSession, h: LakeTable, key: list[str], new: DataFrame, mark: CommitRecord | None) -> int:
+    """Splice `new` (events: data columns, `_seq`, `_deleted`, `_valid_from`, maybe `_op` and
+    `_source`) into the history `h` of their keys (`key`) and commit the rows that change, with
+    `mark`; returns the rows written."""
+    keys = [F.col(f"`{k}`") for k in key]
     stored = None
     if h.committed():
         mine = new.select(*keys).distinct()
-        stored = h.read(spark).join(mine, t.key, "left_semi")
+        stored = h.read(spark).join(mine, key, "left_semi")
         stored = stored.select(*[c for c in stored.columns if not c.startswith("_hoodie_")])
     old = stored.select(*[c for c in stored.columns if c not in VALIDITY[1:]]) if stored is not None else None
     both = new if old is None else old.unionByName(new, allowMissingColumns=True)
-    rows = versions(both.dropDuplicates([*t.key, "_seq"]), t.key, [c for c in both.columns if c not in (*_EVENT, "_valid_from")])
+    rows = versions(both.dropDuplicates([*key, "_seq"]), key, [c for c in both.columns if c not in (*_EVENT, "_valid_from")])
     out = (rows if stored is None else _changed(rows, stored)).withColumn("_hoodie_is_deleted", F.lit(False))
     if stored is not None:  # a row a re-delivered event's earlier copy replaces (see `versions`)
-        gone = stored.join(rows.select(*keys, "_seq"), [*t.key, "_seq"], "left_anti")
+        gone = stored.join(rows.select(*keys, "_seq"), [*key, "_seq"], "left_anti")
         out = out.unionByName(gone.withColumn("_hoodie_is_deleted", F.lit(True)), allowMissingColumns=True)
     out = out.persist()
     try:

@@ -48,6 +48,14 @@ def history(layout: Layout, defaults: ProjectDefaults, t: OdsTable) -> LakeTable
     return LakeTable(spec, layout.table(t.history_name), defaults)
 
 
+def model_history(layout: Layout, defaults: ProjectDefaults, name: str, key: tuple[str, ...]) -> LakeTable:
+    """`<layer>.<name>_history` of a model with `history: true`: its output's versions across
+    builds, keyed by the output key and each version's `_seq` (framework/transform/model_history.py)."""
+    spec = TableSpec("history", f"{name.replace('.', '_')}_history", (*key, "_seq"), "_seq", sql_name=f"{name}_history",
+                     before="before_history_commit", after="after_history_commit")
+    return LakeTable(spec, layout.table(f"{name}_history"), defaults)
+
+
 def dead_letter(layout: Layout, defaults: ProjectDefaults) -> LakeTable:
     """`_lake.dead_letter`: events no table could take, keyed by their location."""
     spec = TableSpec("dead_letter", "dead_letter", DEAD_LETTER_KEY, "_seq", cdc=False, sql_name="_lake.dead_letter")
@@ -88,6 +96,6 @@ def plain(location: Location, name: str, key: list[str], defaults: ProjectDefaul
 
 
 KINDS: dict[str, Callable[..., LakeTable]] = {
-    "ods": ods, "bootstrap": bootstrap, "tombstones": tombstones, "history": history, "dead_letter": dead_letter, "model": model, "hidden": hidden,
+    "ods": ods, "bootstrap": bootstrap, "tombstones": tombstones, "history": history, "model_history": model_history, "dead_letter": dead_letter, "model": model, "hidden": hidden,
     "quarantine": quarantine, "staged": staged, "plain": plain,
 }

@@ -15,7 +15,9 @@ from framework.quality.model_gate import ModelGate
 from framework.runtime.history import new_run_id
 from framework.runtime.paths import Layout
 from framework.table import hudi, timeline
-from framework.transform import strategies
+from framework.table.columns import visible_columns
+from framework.table.lake_table import ProjectDefaults
+from framework.transform import model_history, strategies
 from framework.transform import strict as strictness
 from framework.transform.analysis import Analyses, declared_keys
 from framework.transform.commit import Committer
@@ -76,6 +78,15 @@ class Evaluator:
             raise LakeError(str(e), fix=e.fix) from e
 
     def run(self, p: ModelPlan) -> ModelResult:
+        """Build one plan; then the model's history, when it keeps one, takes what its table committed."""
+        res = self._run(p)
+        m = p.model
+        if m.kind != "seed" and m.config.history:  # framework/transform/model_history.py
+            key = self.analyses.of(m).key or tuple(visible_columns(self.reader.snapshot(m.name)))
+            model_history.catch_up(self.reader, ProjectDefaults.of(self.project), m, tuple(key))
+        return res
+
+    def _run(self, p: ModelPlan) -> ModelResult:
         if p.refused:  # an `incremental: strict` model that would fall back (strict.py)
             raise LakeError(p.refused, fix=strictness.allow_once(p.model))
         t0 = time.time()

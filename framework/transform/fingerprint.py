@@ -28,7 +28,7 @@ from models.config import ModelConfig
 # ModelConfig keys that change what a model's table holds (rows, key, partitions, hidden state).
 DATA_FIELDS = ("key", "partition_by", "strategy", "depends_on", "type")
 # Neither hash: how a build runs, not what it writes (build.recompute_below_mib per model).
-BUILD_FIELDS = ("recompute_below_mib", "compact_every", "incremental")
+BUILD_FIELDS = ("recompute_below_mib", "compact_every", "incremental", "history")
 # The index: in the data hash as `TableLayout.layout_tag`, and only when it is not the default, so
 # models built before these settings existed keep their hash (a new index needs a new table).
 LAYOUT_FIELDS = ("index", "buckets")

@@ -140,3 +140,39 @@ def test_a_bootstrap_gives_each_key_its_first_version(tmp_path: Path, spark: Any
     lp.ingest(spark)
     assert history(spark, lp) == [(1, "ios", None, _when(10), False, False), (1, "mac", _when(10), None, True, False),
                                   (2, "web", None, _when(20), False, True)]
+
+
+def test_a_models_history_follows_its_builds(tmp_path: Path, spark: Any) -> None:
+    """`history: true` on a model: one version per build that changed a row, valid from that
+    build's commit until the next one's; a build with history switched off is taken by the next
+    one (the path a crash between the two commits takes). Oracle: the source rows per build."""
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.users, key: [id]}\n").add_models(
+        {"dwd/users_dev.sql": "select id, device from ods.users", "dwd/users_dev.yaml": "history: true\n"})
+    states: list[dict[int, str]] = []
+
+    def round_(events: list[dict[str, Any]]) -> None:
+        lp.write_cdc(events)
+        lp.ingest(spark)
+        build(spark, lp.project, [], [], incremental=True)
+        states.append({r["id"]: r["device"] for r in lp.rows(spark, "users")})
+
+    round_([_ev("c", 1, 10, "ios"), _ev("c", 2, 20, "web")])
+    round_([_ev("u", 1, 30, "mac"), _ev("d", 2, 40), _ev("c", 3, 50, "ios")])
+    (tmp_path / "layers" / "dwd" / "users_dev.yaml").write_text("history: false\n")
+    round_([_ev("u", 3, 60, "web")])
+    (tmp_path / "layers" / "dwd" / "users_dev.yaml").write_text("history: true\n")
+    round_([_ev("c", 4, 70, "web")])
+
+    df = spark.read.format("hudi").load(str(lp.layout.table("dwd.users_dev_history"))).where("NOT _deleted")
+    rows = sorted((tuple(r) for r in df.select("id", "device", "_valid_from", "_valid_to", "_is_current", "_ended_by_delete").collect()),
+                  key=lambda r: (r[0], r[2]))
+    builds = sorted({r[2] for r in rows})
+    assert len(builds) == 4  # every build changed a row: one start time each
+    expected = []
+    for uid in sorted({k for s in states for k in s}):
+        lives = [(i, s.get(uid)) for i, s in enumerate(states)]
+        versions = [(i, v) for n, (i, v) in enumerate(lives) if v is not None and (n == 0 or lives[n - 1][1] != v)]
+        for i, v in versions:
+            end = next((k for k in range(i + 1, len(states)) if states[k].get(uid) != v), None)
+            expected.append((uid, v, builds[i], None if end is None else builds[end], end is None, end is not None and uid not in states[end]))
+    assert rows == sorted(expected, key=lambda r: (r[0], r[2]))
