@@ -31,14 +31,15 @@ def run_build(*, project: Project, selection: Selection, incremental: bool, lock
     With `unit_tests`, the selected models' unit tests run first: a model whose tests fail is not
     built (failed, with the diff as its error) and its descendants are skipped; `on_tests` gets
     the results. They share the build's session when it is local, else run in a child process;
-    a test unchanged since it last passed is not rerun unless `rerun_tests`. `options`: `--allow-full`."""
+    a test unchanged since it last passed is not rerun unless `rerun_tests`. `options`: `--allow-full`, `--restate`, `--forward-only`."""
     if not selection.chosen:  # nothing to build: the run record says so, and no JVM starts for it
         ensure_storage(project)
         with recorded(project, "build", argv) as rec:
             return rec
     tests = BuildTests.prepare(project, selection, enabled=unit_tests, rerun=rerun_tests)
     with locked(project, [table_lock(n) for n in selection.chosen], lock_timeout, argv, on_stale):
-        unchanged = nothing_new(project, selection, options) if incremental and not tests.cases else None
+        restating = bool(options and options.restate)  # a restatement writes although nothing is new upstream
+        unchanged = nothing_new(project, selection, options) if incremental and not tests.cases and not restating else None
         if unchanged is not None:  # every model is up to date: said from the timeline files, no JVM
             return _unchanged(project, unchanged, argv, tests.kept, on_start, on_result, on_tests)
         tests.before_spark()
@@ -63,7 +64,8 @@ def nothing_new(project: Project, selection: Selection, options: BuildOptions | 
     if not project.warehouse.is_local:
         return None
     try:
-        plans = plan(None, project, list(selection.chosen), [], True, loaded=selection, allow_full=bool(options and options.allow_full))
+        plans = plan(None, project, list(selection.chosen), [], True, loaded=selection, allow_full=bool(options and options.allow_full),
+                     forward_only=bool(options and options.forward_only))
     except LakeError:
         return None
     return [p for p, _ in plans] if all(p.mode == "noop" for p, _ in plans) else None

@@ -113,6 +113,19 @@ def test_restate_recomputes_the_range_and_leaves_the_rest(tmp_path: Path, spark:
     commits = timeline.commits(lp.layout.table("dws.daily_sales"))
     assert ModelCheckpoint.from_meta(commits[-1].lake).mode == "restate"  # type: ignore[union-attr]
 
+    # As `lake build` runs it: with nothing new upstream (which a plain incremental build answers
+    # from the timeline without Spark), the restatement still rewrites its range.
+    from framework.commands.build import run_build
+    from framework.transform.runner import selection
+
+    _damage(spark, lp, {"2026-11-04": -7, "2026-11-07": -7}, bogus="2026-11-03", gone="2026-11-02")
+    rec = run_build(project=lp.project, selection=selection(lp.project, ["dws.daily_sales"]), incremental=True, lock_timeout=30,
+                    argv=["build", "dws.daily_sales", "--restate", "2026-11-02..2026-11-05"], options=BuildOptions(restate=window))
+    assert [m.mode for m in rec.models] == ["restate"], rec.models
+    table = _table(spark, lp, "dws.daily_sales")
+    assert {d: table[d] for d in inside} == {d: now[d] for d in inside} and date(2026, 11, 3) not in table
+    assert table[date(2026, 11, 7)][1] == -7
+
     with pytest.raises(LakeError, match="is not a DATE"):
         from framework.transform.evaluate import Evaluator
         from framework.transform.runner import load
