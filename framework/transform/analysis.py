@@ -47,6 +47,16 @@ def declared_keys(project: Project) -> dict[str, tuple[str, ...]]:
             **{n: tuple(e.config.key) for n, e in project.externals.items() if e.config.key}}
 
 
+def history_key(models: Mapping[str, Model], name: str, key_of: Callable[[Model], tuple[str, ...] | None]) -> tuple[str, ...] | None:
+    """The key of a model's history table `name` (`<model>_history`): the model's key and `_seq`;
+    None for any other name, or a model without a key."""
+    base = models.get(name.removesuffix("_history"))
+    if base is None or base.history_name != name:
+        return None
+    key = key_of(base)
+    return (*key, "_seq") if key else None
+
+
 class _Unknown(Exception):
     """A key that only the table itself can tell (an ODS table declared without `key:`)."""
 
@@ -68,7 +78,7 @@ def strategy_issues(project: Project, models: dict[str, Model]) -> list[ConfigIs
         if name in external_keys:
             return external_keys[name]
         if name not in models:
-            return None
+            return history_key(models, name, lambda m: key_of(m.name))
         a = analysis(models[name])
         if a is None:  # its own problem is reported for it
             raise _Unknown(name)
@@ -131,7 +141,9 @@ class Analyses:
     def key_of(self, name: str) -> tuple[str, ...] | None:
         if name in self.ods_keys:
             return self.ods_keys[name]
-        return self.of(self.models[name]).key if name in self.models else None
+        if name in self.models:
+            return self.of(self.models[name]).key
+        return history_key(self.models, name, lambda m: self.of(m).key)
 
     def of(self, m: Model) -> Analysis:
         if m.name not in self._done:

@@ -29,6 +29,10 @@ def build_graph(project: Project, models: dict[str, Model]) -> nx.DiGraph:
     for m in models.values():
         g.add_node(m.name, kind=m.kind, layer=m.layer, tags=tuple(m.config.tags), path=m.rel)
     for m in models.values():
+        if m.history_name:  # written after the model by its build (framework/transform/model_history.py)
+            g.add_node(m.history_name, kind="history", layer=m.layer, tags=tuple(m.config.tags), path=m.rel)
+            g.add_edge(m.name, m.history_name)
+    for m in models.values():
         for u in m.upstreams:
             g.add_edge(u, m.name)
     try:

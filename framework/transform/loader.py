@@ -48,6 +48,11 @@ class Model:
         return f"layers/{self.layer}/{self.path.name}"
 
     @property
+    def history_name(self) -> str | None:
+        """`<layer>.<name>_history` when the model keeps its history (`history: true`), else None."""
+        return f"{self.name}_history" if self.kind != "seed" and self.config.history else None
+
+    @property
     def shape(self) -> str | None:
         """The query's shape for forward-only changes (fingerprint.shape); None for Python models and seeds."""
         return fp.shape(self.sql, self.config) if self.kind == "sql" and self.sql else None
@@ -91,7 +96,12 @@ def load_models(project: Project) -> dict[str, Model]:
     seeds, seed_issues = load_seeds(project)
     issues += seed_issues
     found.update(seeds)
-    known = {n for t in project.ods_tables for n in t.readable()} | set(project.externals) | set(found)
+    histories = {m.history_name: m for m in found.values() if m.history_name}
+    for name, m in histories.items():
+        if name in found:
+            issues.append(ConfigIssue(m.rel, None, "history", f"{name}, the history of {m.name}, is also a model ({found[name].rel})",
+                                      f"rename one of them, or set `history: false` in {m.stem}.yaml"))
+    known = {n for t in project.ods_tables for n in t.readable()} | set(project.externals) | set(found) | set(histories)
     for m in found.values():
         for u in m.upstreams:
             if u not in known:

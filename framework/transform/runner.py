@@ -86,7 +86,7 @@ def build(
     results: list[ModelResult] = []
     blocked: set[str] = set()
     for name in order:
-        bad = [u for u in models[name].upstreams if u in blocked]
+        bad = [u for u in models[name].upstreams if _writer(g, u) in blocked]
         if bad:
             r = ModelResult(model=name, strategy="-", mode="skipped", reason=f"upstream {bad[0]} failed")
         elif stopped and name in stopped:
@@ -110,11 +110,27 @@ def serving_first(g: nx.DiGraph, models: dict[str, Model], order: list[str]) -> 
     chosen = set(order)
     height: dict[str, int] = {}
     for name in reversed(order):  # descendants before ancestors
-        below = [height[d] for d in g.successors(name) if d in chosen and height.get(d, 0) > 0]
+        below = [height[d] for d in _readers(g, name) if d in chosen and height.get(d, 0) > 0]
         mine = 1 if models[name].layer == "dws" else 0
         height[name] = max(below, default=0) + 1 if below else mine
     pos = {n: i for i, n in enumerate(order)}
     return sorted(order, key=lambda n: (-height[n], pos[n]))
+
+
+def _readers(g: nx.DiGraph, name: str) -> list[str]:
+    """The nodes reading `name`'s output: its successors, and those of its history table (a
+    model's `history: true`, built with it)."""
+    out = []
+    for d in g.successors(name):
+        out += list(g.successors(d)) if g.nodes[d].get("kind") == "history" else [d]
+    return out
+
+
+def _writer(g: nx.DiGraph, name: str) -> str:
+    """What builds table `name`: the model whose history it is, else itself."""
+    if name in g and g.nodes[name].get("kind") == "history":
+        return next(iter(g.predecessors(name)))
+    return name
 
 
 def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:

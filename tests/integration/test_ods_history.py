@@ -147,20 +147,27 @@ def test_a_models_history_follows_its_builds(tmp_path: Path, spark: Any) -> None
     build's commit until the next one's; a build with history switched off is taken by the next
     one (the path a crash between the two commits takes). Oracle: the source rows per build."""
     lp = LakeProject(tmp_path, "tables:\n  - {source: shop.users, key: [id]}\n").add_models(
-        {"dwd/users_dev.sql": "select id, device from ods.users", "dwd/users_dev.yaml": "history: true\n"})
+        {"dwd/users_dev.sql": "select id, device from ods.users", "dwd/users_dev.yaml": "history: true\n",
+         # A model reading the history: versions per user (the aggregate strategy over its changes).
+         "dws/dev_versions.sql": "select id, count(*) as versions from dwd.users_dev_history group by id"})
     states: list[dict[int, str]] = []
+    modes: list[str] = []
 
     def round_(events: list[dict[str, Any]]) -> None:
         lp.write_cdc(events)
         lp.ingest(spark)
-        build(spark, lp.project, [], [], incremental=True)
+        modes.extend(f"{r.mode}: {r.reason}" for r in build(spark, lp.project, [], [], incremental=True) if r.model == "dws.dev_versions")
         states.append({r["id"]: r["device"] for r in lp.rows(spark, "users")})
 
     round_([_ev("c", 1, 10, "ios"), _ev("c", 2, 20, "web")])
     round_([_ev("u", 1, 30, "mac"), _ev("d", 2, 40), _ev("c", 3, 50, "ios")])
+    reader = tmp_path / "layers" / "dws" / "dev_versions.sql"
+    sql = reader.read_text()
+    reader.unlink()  # with history off there is no history to read: a model reading it is a config error
     (tmp_path / "layers" / "dwd" / "users_dev.yaml").write_text("history: false\n")
     round_([_ev("u", 3, 60, "web")])
     (tmp_path / "layers" / "dwd" / "users_dev.yaml").write_text("history: true\n")
+    reader.write_text(sql)
     round_([_ev("c", 4, 70, "web")])
 
     df = spark.read.format("hudi").load(str(lp.layout.table("dwd.users_dev_history"))).where("NOT _deleted")
@@ -176,3 +183,8 @@ def test_a_models_history_follows_its_builds(tmp_path: Path, spark: Any) -> None
             end = next((k for k in range(i + 1, len(states)) if states[k].get(uid) != v), None)
             expected.append((uid, v, builds[i], None if end is None else builds[end], end is None, end is not None and uid not in states[end]))
     assert rows == sorted(expected, key=lambda r: (r[0], r[2]))
+    counts = {r["id"]: r["versions"] for r in spark.read.format("hudi").load(str(lp.layout.table("dws.dev_versions"))).collect()}
+    want: dict[int, int] = {}
+    for r in expected:
+        want[r[0]] = want.get(r[0], 0) + 1
+    assert counts == want and any(m.startswith("incremental") for m in modes), (counts, modes)

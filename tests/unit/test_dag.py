@@ -118,3 +118,28 @@ def test_serving_first_puts_the_longest_chain_to_dws_first(tmp_path: Path) -> No
     # Without DWS in the selection the dependency order is kept.
     only_dwd = select(g, models, ["layer:dwd"])
     assert serving_first(g, models, only_dwd) == only_dwd
+
+
+def test_a_models_history_is_a_node_its_readers_follow(tmp_path: Path) -> None:
+    from framework.transform.analysis import Analyses, declared_keys
+    from framework.transform.runner import serving_first
+
+    files = {**FILES, "dwd/order_detail.yaml": "key: [id]\nhistory: true\n",
+             "dws/detail_versions.sql": "select id, count(*) as n from dwd.order_detail_history group by id"}
+    p = load_project(_project(tmp_path, files))
+    models = load_models(p)
+    g = build_graph(p, models)
+    assert g.nodes["dwd.order_detail_history"]["kind"] == "history"
+    assert list(g.predecessors("dwd.order_detail_history")) == ["dwd.order_detail"]
+    assert "dwd.order_detail_history  [history]" in render(g, "text")
+    order = serving_first(g, models, select(g, models, ["dwd.order_detail+"]))
+    assert order.index("dwd.order_detail") < order.index("dws.detail_versions"), order
+    assert Analyses(models, declared_keys(p)).key_of("dwd.order_detail_history") == ("id", "_seq")
+    # Its name is taken: a model of that name is an error, as is reading it with history off.
+    (tmp_path / "layers" / "dwd" / "order_detail_history.sql").write_text("select 1 as id\n")
+    with pytest.raises(ConfigError, match="the history of dwd.order_detail, is also a model"):
+        load_models(p)
+    (tmp_path / "layers" / "dwd" / "order_detail_history.sql").unlink()
+    (tmp_path / "layers" / "dwd" / "order_detail.yaml").write_text("key: [id]\n")
+    with pytest.raises(ConfigError, match="unknown table dwd.order_detail_history"):
+        load_models(load_project(tmp_path))
