@@ -67,6 +67,13 @@ class DocsCatalog(BaseModel):
     status: dict[str, str] = Field(default_factory=dict)  # table -> its state in the last run (the DAG's colours)
 
 
+def typed_short_form(v: object) -> object:
+    """`columns:` written `{name: type}` as `{name: {type: type}}` (seed and external table YAML)."""
+    if isinstance(v, dict):
+        return {k: {"type": c} if isinstance(c, str) else c for k, c in v.items()}
+    return v
+
+
 def split_column_docs(columns: dict[object, object], value_is: Literal["type", "description"]) -> tuple[dict[object, object], dict[object, object]]:
     """A `columns:` mapping as (types, descriptions): a plain value is a `value_is`, a mapping
     may hold `type:` and `description:` (anything else is an error naming the column)."""

@@ -26,6 +26,7 @@ from pydantic import Field, field_validator, model_validator
 from models.base import StrictModel
 from models.config import _SQL_TYPE
 from models.deploy import FIX_SEPARATOR
+from models.docs import typed_short_form
 
 EXTERNAL_TYPES_HINT = "string, boolean, tinyint, smallint, int, bigint, float, double, date, timestamp, binary, decimal(p,s)"
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
@@ -66,10 +67,7 @@ class ExternalConfig(StrictModel):
     @field_validator("columns", mode="before")
     @classmethod
     def _short_form(cls, v: object) -> object:
-        """`{name: type}` as `{name: {type: type}}`."""
-        if isinstance(v, dict):
-            return {k: {"type": c} if isinstance(c, str) else c for k, c in v.items()}
-        return v
+        return typed_short_form(v)
 
     @field_validator("table")
     @classmethod

@@ -22,6 +22,7 @@ from pydantic import Field, field_validator
 
 from models.base import StrictModel
 from models.deploy import FIX_SEPARATOR
+from models.docs import typed_short_form
 from models.quality import CheckSpec
 
 SEED_TYPES_HINT = "string, boolean, tinyint, smallint, int, bigint, float, double, decimal(p,s), date, timestamp"
@@ -62,7 +63,4 @@ class SeedConfig(StrictModel):
     @field_validator("columns", mode="before")
     @classmethod
     def _short_form(cls, v: object) -> object:
-        """`{name: type}` as `{name: {type: type}}`."""
-        if isinstance(v, dict):
-            return {k: {"type": c} if isinstance(c, str) else c for k, c in v.items()}
-        return v
+        return typed_short_form(v)

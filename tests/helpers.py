@@ -8,8 +8,21 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from framework.errors import ConfigError
 from framework.project.config import Project, load_project
 from framework.runtime.paths import Layout
+
+
+def ods_config_issues(tmp_path: Path, tables: str, lake: str = "name: demo\n") -> list[Any]:
+    """The issues of a project with one table YAML (empty when it loads)."""
+    (tmp_path / "lake.yaml").write_text(lake)
+    (tmp_path / "layers" / "ods").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "layers" / "ods" / "t.yaml").write_text(textwrap.dedent(tables))
+    try:
+        load_project(tmp_path)
+    except ConfigError as e:
+        return e.issues
+    return []
 
 
 def fixture_lines(path: Path) -> list[str]:

@@ -67,12 +67,7 @@ class LocalStorage:
         return [loc / p.name for p in sorted(d.iterdir())] if d.is_dir() else []
 
     def files(self, loc: Location) -> Iterator[tuple[Location, int]]:
-        root = loc.local
-        for dirpath, _dirs, names in os.walk(root):
-            for n in names:
-                p = Path(dirpath) / n
-                with contextlib.suppress(FileNotFoundError):
-                    yield Location(None, "", str(p)), p.stat().st_size
+        return ((f, size) for f, size, _ in self.stats(loc))
 
     def stats(self, loc: Location) -> Iterator[tuple[Location, int, int]]:
         for dirpath, _dirs, names in os.walk(loc.local):
@@ -146,13 +141,7 @@ class HadoopStorage:
         return sorted((loc / s.getPath().getName() for s in fs.listStatus(p)), key=str)
 
     def files(self, loc: Location) -> Iterator[tuple[Location, int]]:
-        fs, p = self._fs(loc)
-        if not fs.exists(p):
-            return
-        it = fs.listFiles(p, True)
-        while it.hasNext():
-            s = it.next()
-            yield Location.parse(s.getPath().toString()), int(s.getLen())
+        return ((f, size) for f, size, _ in self.stats(loc))
 
     def stats(self, loc: Location) -> Iterator[tuple[Location, int, int]]:
         fs, p = self._fs(loc)

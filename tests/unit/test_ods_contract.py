@@ -4,25 +4,12 @@ schema versions of a batch are judged against it (framework/ods/contract.py)."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
-from framework.errors import ConfigError, ConfigIssue
 from framework.ods.contract import contracted_columns, stored_problem
-from framework.project.config import load_project
 from models.config import OdsTable
-
-
-def _load(tmp_path: Path, tables: str) -> list[ConfigIssue]:
-    (tmp_path / "lake.yaml").write_text("name: demo\n")
-    (tmp_path / "layers" / "ods").mkdir(parents=True, exist_ok=True)
-    (tmp_path / "layers" / "ods" / "t.yaml").write_text(textwrap.dedent(tables))
-    try:
-        load_project(tmp_path)
-    except ConfigError as e:
-        return e.issues
-    return []
+from tests.helpers import ods_config_issues as _load
 
 
 def test_a_contract_needs_columns_with_key_and_ordering(tmp_path: Path) -> None:

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from framework.errors import ConfigError, ConfigIssue
+from framework.errors import ConfigError
 from framework.project.config import load_project
-
-
-def _load(tmp_path: Path, tables: str, lake: str = "name: demo\n") -> list[ConfigIssue]:
-    """The issues of a project with one table YAML (empty when it loads)."""
-    (tmp_path / "lake.yaml").write_text(lake)
-    (tmp_path / "layers" / "ods").mkdir(parents=True, exist_ok=True)
-    (tmp_path / "layers" / "ods" / "t.yaml").write_text(textwrap.dedent(tables))
-    try:
-        load_project(tmp_path)
-    except ConfigError as e:
-        return e.issues
-    return []
+from tests.helpers import ods_config_issues as _load
 
 
 def test_source_with_schema(tmp_path: Path) -> None:
