@@ -114,9 +114,9 @@ class OdsSettings(StrictModel):
     tombstone_retention_days: float = Field(default=30, ge=0, description="How long a deleted key's delete position stops a replay of "
                                             "older events from re-inserting it.")
     freshness: FreshnessConfig | None = Field(default=None, description="Every ODS table's `freshness:` unless the table sets its own (`freshness: null`: none).")
-    commit_threads: int = Field(default=4, ge=1, le=64, description="How many ODS tables of a micro-batch are written at once (their "
-                                "tombstones and Hudi commits); 1: one after another. A failed table leaves the others committed "
-                                "and the micro-batch unacknowledged.")
+    commit_threads: int = Field(default=4, ge=1, le=64, description="How many ODS tables of a micro-batch are prepared (decoded, "
+                                "sequenced, counted) and written (tombstones, Hudi commit) at once; 1: one after another. A failed "
+                                "table leaves the others committed and the micro-batch unacknowledged.")
     unavailable_value_placeholder: str = Field(default="__debezium_unavailable_value", min_length=1, description="Debezium's `unavailable.value.placeholder` (PostgreSQL's unchanged TOASTed values): lake keeps the key's earlier value instead.")
 
 

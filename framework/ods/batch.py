@@ -7,8 +7,9 @@ from: `file:line` or `topic/partition/offset`), `arrival` (a sortable text of ar
 1. parse.py: parse every envelope once and classify each message (ok / tombstone / dead with a
    reason); discover.py: tables `auto_create` adds, keys from Kafka message keys; one small
    aggregation (parse.summarize) tells which tables, schema versions and columns the batch has;
-2. prepare.py, per table: column types (columns.py), decoding, the ordering sequence, truncates,
-   the bootstrap hand-off, and what goes to the dead letter;
+2. prepare.py, per table (`ods.commit_threads` tables at once): column types (columns.py),
+   decoding, the ordering sequence, truncates, the bootstrap hand-off, and what goes to the dead
+   letter;
 3. the dead-letter ratio over every cause, before anything commits;
 4. commit.py: the dead letter first (every bad message of the batch, parsing and each table's),
    then every table's gate, then the tables, `ods.commit_threads` at a time: tombstones
@@ -22,6 +23,7 @@ prepared again, so dead letters written after it would be lost with a crash in b
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from typing import Any
 
@@ -131,8 +133,7 @@ class OdsBatchWriter:
         cache: list[DataFrame] = []
         blocked: list[QualityGateError] = []
         try:
-            prepared = [prepare(self.ctx, parsed, self.tables[s], rows, self._state(self.tables[s]), batch_id, started, cache)
-                        for s, rows in sorted(by_table.items())]
+            prepared = self._prepare_all(parsed, sorted(by_table.items()), batch_id, started, cache)
             self._check_dead_letter_ratio(batch_id, result, prepared, parse_dead)
             for p in prepared:  # the batch's dead letters: parsing, plus each table's own
                 result.dead_letter += p.result.dead_letter
@@ -161,6 +162,28 @@ class OdsBatchWriter:
             # tables and the dead letter recognise the replay by their ods_batch metadata).
             raise BatchBlocked(batch_id, blocked, result)
         return result
+
+    def _prepare_all(self, parsed: DataFrame, work: list[tuple[str, list[Any]]], batch_id: int, started: datetime,
+                     cache: list[DataFrame]) -> list[Prepared]:
+        """Prepare the batch's tables, up to `ods.commit_threads` at once, in `work`'s order. A
+        table's preparation is a few small Spark jobs (decode, persist, counts) whose driver-side
+        planning and task tails leave the cores idle; another table's jobs fill them. Each
+        preparation reads the batch and its own table only; table states are loaded first, here
+        (the writer's dict is not shared between threads). Every preparation finishes before the
+        first failure is raised: nothing commits after a failed preparation."""
+        states = [self._state(self.tables[s]) for s, _ in work]
+
+        def one(i: int) -> Prepared:
+            s, rows = work[i]
+            return prepare(self.ctx, parsed, self.tables[s], rows, states[i], batch_id, started, cache)
+
+        threads = max(1, min(self.project.config.ods.commit_threads, len(work)))
+        if threads == 1:
+            return [one(i) for i in range(len(work))]
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lake-ods-prepare") as pool:
+            futures = [pool.submit(one, i) for i in range(len(work))]
+            wait(futures)
+        return [f.result() for f in futures]
 
     def _check_dead_letter_ratio(self, batch_id: int, result: BatchResult, prepared: list[Prepared], parse_dead: dict[str, int]) -> None:
         """`ods.max_dead_letter_ratio`, over every dead letter (parsing, decoding, schema changes),
