@@ -426,9 +426,13 @@ def live_rows(spark: Any, path: Path) -> int:
 
 
 def grow(spark: Any, tables: list[TableDef], tmp: Path, args: Any, say: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Goal 1 for the ODS: the same number of new events (`--grow-events`) as a second micro-batch
-    into tables built from `--grow` and 10x `--grow` events; the second micro-batch is timed."""
+    """Goal 1 in the steady state, side by side: per table size (built from `--grow` and 10x
+    `--grow` events), lake and the hand-written job C each build their own tables from the same
+    base events (timed, reported apart), then each count of `--grow-events` new events is one
+    more micro-batch, taken by lake, then by C (each timed; both checked against the generator).
+    Entries are ordered by event count, then size: the first two are the growth of goal 1."""
     out: list[dict[str, Any]] = []
+    counts = [int(x) for x in str(args.grow_events).split(",")]
     for size in (args.grow, args.grow * 10):
         root = tmp / f"grow-{size}"
         make_project(root, tables, f"grow{size}")
@@ -437,25 +441,47 @@ def grow(spark: Any, tables: list[TableDef], tmp: Path, args: Any, say: Callable
         t0 = time.perf_counter()
         ingest(spark, root)
         base_s = time.perf_counter() - t0
-        rows = sum(live for live, _ in gen.expected().values())
-        gen.write(args.grow_events, root / "cdc", 1, start_ms=1_704_067_200_000 + 366 * 86_400_000, first_file=args.files)
         t0 = time.perf_counter()
-        run = ingest(spark, root)
-        secs = time.perf_counter() - t0
-        say(f"grow: {args.grow_events:,} events into {rows:,} live rows: {secs:.1f} s (the base load took {base_s:.1f} s); "
-            f"status {run.status}, {sum(b.events for b in run.batches):,} events")
-        for name, (live, _total) in gen.expected().items():
-            got = live_rows(spark, root / "warehouse" / "ods" / name)
-            if got != live:
-                raise SystemExit(f"FAILED: grow {size}: ods.{name} has {got} live rows, expected {live}")
-        out.append({"events": args.grow_events, "rows": rows, "seconds": secs, "base_seconds": base_s})
+        naive_job(spark, tables, root / "cdc", root / "naive")
+        base_c = time.perf_counter() - t0
+        say(f"grow: base of {size:,} events: lake {base_s:.1f} s, C {base_c:.1f} s")
+        day = 86_400_000
+        for i, events in enumerate(counts):
+            rows = sum(live for live, _ in gen.expected().values())
+            gen.write(events, root / "cdc", 1, start_ms=1_704_067_200_000 + (366 + i) * day, span_ms=day, first_file=args.files + i)
+            spark.catalog.clearCache()
+            t0, cpu0 = time.perf_counter(), CpuMark.now()
+            run = ingest(spark, root)
+            secs = time.perf_counter() - t0
+            others = CpuMark.now().cores_since(cpu0)[1]
+            t0 = time.perf_counter()
+            naive_job(spark, tables, root / "cdc", root / "naive")
+            c_secs = time.perf_counter() - t0
+            say(f"grow: {events:,} events into {rows:,} live rows: lake {secs:.1f} s, C {c_secs:.1f} s (C/lake {c_secs / secs:.2f}); "
+                f"status {run.status}, {sum(b.events for b in run.batches):,} events; other processes {others:.2f} cores")
+            for name, (live, _total) in gen.expected().items():
+                for who, path in (("lake", root / "warehouse" / "ods" / name), ("C", root / "naive" / name)):
+                    got = live_rows(spark, path)
+                    if got != live:
+                        raise SystemExit(f"FAILED: grow {size}: {who}'s {name} has {got} live rows, expected {live}")
+            out.append({"events": events, "rows": rows, "seconds": secs, "c_seconds": c_secs, "base_seconds": base_s,
+                        "base_c_seconds": base_c, "others": others, "order": (i, size)})
         shutil.rmtree(root, ignore_errors=True)
+    out.sort(key=lambda x: x.pop("order"))
     return out
 
 
 # --------------------------------------------------------------------------- report
 def fmt_s(x: float) -> str:
     return f"{x:,.1f}"
+
+
+def _s(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _ratio(c: float | None, a: float) -> str:
+    return "-" if c is None else f"{c / a:.2f}"
 
 
 def markdown_section(r: dict[str, Any]) -> str:
@@ -480,8 +506,8 @@ def markdown_section(r: dict[str, Any]) -> str:
         f"| B: plain Spark `read.json` -> `write.partitionBy(\"table\").parquet` | {n:,} | {fmt_s(b)} | {n / b:,.0f} | {r['b_cpu'][0]:.2f} | {r['b_cpu'][0] * b:,.0f} | {r['b_cpu'][1]:.2f} |",
         f"| C: the hand-written seed-004 job (`foreachBatch`, `from_json` per table, Hudi upsert on `ts_ms`) | {n:,} | {fmt_s(c)} | {n / c:,.0f} | {r['c_cpu'][0]:.2f} | {r['c_cpu'][0] * c:,.0f} | {r['c_cpu'][1]:.2f} |",
         "",
-        f"**A/B = {b / a:.2f}** (events/s of lake over the plain write; goal >= 0.33). "
-        f"**A/C = {c / a:.2f}** (events/s of lake over the hand-written job; goal >= 1.0).",
+        f"**A/B = {b / a:.2f}** (events/s of lake over the plain write; goal >= 0.4). "
+        f"**A/C = {c / a:.2f}** (events/s of lake over the hand-written job; goal >= 1.2).",
         "",
         "C is seed 004's job (Debezium2Hudi) in PySpark: one Structured Streaming query over the same files "
         "(`trigger(availableNow=True)`), `foreachBatch`, per table a filter on `source.db`/`source.table`, an `isEmpty` "
@@ -511,16 +537,22 @@ def markdown_section(r: dict[str, Any]) -> str:
     if r.get("growth"):
         g = r["growth"]
         lines += [
-            "Goal 1 (cost follows the change): the same new events as a second micro-batch into tables 10x apart "
-            "(built by lake from that many events first; not timed):", "",
-            "| new events | live rows before | seconds |", "|---:|---:|---:|",
+            "Steady state, side by side (goal 1): new events as one more micro-batch into tables 10x apart, "
+            "taken by lake (A) and by the hand-written job C (each built its own tables from the same base events first: "
+            "the base columns), one count after another:", "",
+            "| new events | live rows before | A: lake s | C: hand-written s | **C/A** | base: lake s | base: C s | other processes (cores) |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        lines += [f"| {x['events']:,} | {x['rows']:,} | {x['seconds']:,.1f} |" for x in g]
+        lines += [f"| {x['events']:,} | {x['rows']:,} | {x['seconds']:,.1f} | {_s(x.get('c_seconds'))} | "
+                  f"**{_ratio(x.get('c_seconds'), x['seconds'])}** | {x['base_seconds']:,.1f} | {_s(x.get('base_c_seconds'))} | "
+                  f"{_s(x.get('others'), 2)} |" for x in g]
         lines += ["", f"**Growth ratio {g[1]['seconds'] / g[0]['seconds']:.2f}x** for {g[1]['rows'] / g[0]['rows']:.1f}x the rows "
-                  "(goal <= 1.3x).", ""]
+                  f"({g[0]['events']:,} events; goal <= 1.3x). C/A >= 1.2 is goal 1's steady state.", ""]
     if r.get("note"):
         lines += [r["note"], ""]
-    lines += ["Where A's time goes (wall seconds per step; steps are the writer's methods, timed in the script):", ""]
+    lines += ["Where A's time goes (wall seconds per step; steps are the writer's methods, timed in the script). Tables "
+              "are prepared and committed `ods.commit_threads` (default 4) at a time, so the steps of different tables "
+              "overlap and a step's exclusive time can come out negative: read a table's steps together, not as shares.", ""]
     lines += ["| step | seconds | share of A |", "|---|---:|---:|"]
     for name, secs in r["steps"]:
         lines.append(f"| {name} | {secs:,.1f} | {secs / a:.0%} |")
@@ -541,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=200_000, help="events of the measured run (default: ~5 minutes in all)")
     ap.add_argument("--grow", type=int, default=0, metavar="ROWS",
                     help="also ingest --grow-events events into tables of ROWS and 10x ROWS rows (goal 1: growth of a micro-batch)")
-    ap.add_argument("--grow-events", type=int, default=1000)
+    ap.add_argument("--grow-events", default="1000,10000", help="new events per steady-state micro-batch, comma-separated (default 1000,10000)")
     ap.add_argument("--tables", type=int, default=3, choices=[1, 2, 3], help="how many of the 3 tables (orders, customers, products)")
     ap.add_argument("--files", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
@@ -706,10 +738,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'A: lake run_ingest (ODS upsert into Hudi)':<52} {n:>10,} {a_seconds:>9.1f} {n / a_seconds:>10,.0f}")
         print(f"{'B: plain read.json -> partitionBy parquet':<52} {n:>10,} {b_seconds:>9.1f} {n / b_seconds:>10,.0f}")
         print(f"{'C: hand-written seed-004 job':<52} {n:>10,} {c_seconds:>9.1f} {n / c_seconds:>10,.0f}")
-        print(f"A/B events/s = {b_seconds / a_seconds:.2f} (goal >= 0.33), A/C events/s = {c_seconds / a_seconds:.2f} (goal >= 1.0)")
+        print(f"A/B events/s = {b_seconds / a_seconds:.2f} (goal >= 0.4), A/C events/s = {c_seconds / a_seconds:.2f} (goal >= 1.2)")
         if growth:
             for g in growth:
-                print(f"growth: {g['events']:,} events into {g['rows']:,} rows: {g['seconds']:.1f} s")
+                print(f"growth: {g['events']:,} events into {g['rows']:,} rows: lake {g['seconds']:.1f} s, C {g['c_seconds']:.1f} s")
         ratio = a_seconds / b_seconds
         print(f"CPU seconds: A {a_cpu[0] * a_seconds:,.0f} ({a_cpu[0]:.2f} cores, others {a_cpu[1]:.2f}), "
               f"B {b_cpu[0] * b_seconds:,.0f} ({b_cpu[0]:.2f} cores, others {b_cpu[1]:.2f})")

@@ -97,7 +97,7 @@ def markdown(results: list[dict[str, Any]], args: Any, command: str) -> str:
                      f"**{r['median']:.2f}** | {r['others']:.2f} |")
     serial3, serial30 = by.get((3, 1)), by.get((30, 1))
     if serial3 and serial30:
-        lines += ["", f"Concurrent commits against one after another: 3 tables {serial3['median'] / three:.2f}x, "
+        lines += ["", f"Tables prepared and committed concurrently against one after another: 3 tables {serial3['median'] / three:.2f}x, "
                       f"30 tables {serial30['median'] / thirty:.2f}x faster."]
     return "\n".join(lines) + "\n"
 
