@@ -54,6 +54,13 @@ logger.jetty.level = error
 JVM_OPTIONS = "-Djol.skipHotspotSAAttach=true -Djol.magicFieldOffset=true"
 
 
+# A micro-batch's caches (its parsed envelopes, each table's decoded rows) are built once and read
+# a few times within seconds: compressing them cost more CPU than it saved (a 200k-event first load
+# 19.7 -> 16.6 s uncompressed, benchmarks/ods_ingest.py). They spill to disk (MEMORY_AND_DISK) when
+# memory is short; `spark.conf` can set it back.
+UNCOMPRESSED_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+
+
 def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = True, s3: bool = False) -> dict[str, str]:
     """Spark confs every lake session uses (user `spark.conf` entries are applied after).
 
@@ -109,11 +116,7 @@ def base_conf(master: str, warehouse: Location, log_dir: Path, kafka: bool = Tru
         # Plan descriptions posted to listeners at every AQE re-plan were ~30 % of the driver's
         # busy samples during small incremental builds (jstack sampling); `simple` is the cheapest.
         "spark.sql.ui.explainMode": "simple",
-        # A micro-batch's caches (its parsed envelopes, each table's decoded rows) are built once
-        # and read a few times within seconds: compressing them cost more CPU than it saved (a
-        # 200k-event first load 19.7 -> 16.6 s uncompressed, benchmarks/ods_ingest.py). They
-        # spill to disk (MEMORY_AND_DISK) when memory is short; `spark.conf` can set it back.
-        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        **UNCOMPRESSED_CACHE,
     }
 
 
