@@ -472,11 +472,7 @@ def grow(spark: Any, tables: list[TableDef], tmp: Path, args: Any, say: Callable
 
 
 # --------------------------------------------------------------------------- report
-def fmt_s(x: float) -> str:
-    return f"{x:,.1f}"
-
-
-def _s(x: float | None, digits: int = 1) -> str:
+def fmt_s(x: float | None, digits: int = 1) -> str:
     return "-" if x is None else f"{x:,.{digits}f}"
 
 
@@ -547,9 +543,9 @@ def markdown_section(r: dict[str, Any]) -> str:
             "| new events | live rows before | A: lake s | C: hand-written s | **C/A** | base: lake s | base: C s | other processes (cores) |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        lines += [f"| {x['events']:,} | {x['rows']:,} | {x['seconds']:,.1f} | {_s(x.get('c_seconds'))} | "
-                  f"**{_ratio(x.get('c_seconds'), x['seconds'])}** | {x['base_seconds']:,.1f} | {_s(x.get('base_c_seconds'))} | "
-                  f"{_s(x.get('others'), 2)} |" for x in g]
+        lines += [f"| {x['events']:,} | {x['rows']:,} | {x['seconds']:,.1f} | {fmt_s(x.get('c_seconds'))} | "
+                  f"**{_ratio(x.get('c_seconds'), x['seconds'])}** | {x['base_seconds']:,.1f} | {fmt_s(x.get('base_c_seconds'))} | "
+                  f"{fmt_s(x.get('others'), 2)} |" for x in g]
         lines += ["", f"**Growth ratio {g[1]['seconds'] / g[0]['seconds']:.2f}x** for {g[1]['rows'] / g[0]['rows']:.1f}x the rows "
                   f"({g[0]['events']:,} events; goal <= 1.3x). C/A >= 1.2 is goal 1's steady state.", ""]
     if r.get("note"):

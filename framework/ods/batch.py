@@ -177,7 +177,7 @@ class OdsBatchWriter:
             s, rows = work[i]
             return prepare(self.ctx, parsed, self.tables[s], rows, states[i], batch_id, started, cache)
 
-        threads = max(1, min(self.project.config.ods.commit_threads, len(work)))
+        threads = self.ctx.threads(len(work))
         if threads == 1:
             return [one(i) for i in range(len(work))]
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lake-ods-prepare") as pool:

@@ -117,7 +117,7 @@ def write_tables(ctx: BatchContext, work: list[tuple[Prepared, TableState, DataF
 
     With a Hive catalog the first table is written alone: its sync creates the database, which
     concurrent syncs would race to create."""
-    threads = max(1, min(ctx.project.config.ods.commit_threads, len(work)))
+    threads = ctx.threads(len(work))
     first = 1 if ctx.project.config.catalog.kind == "hive" and threads > 1 else 0
     errors: list[tuple[str, BaseException]] = []
     for p, st, rows in work[:first]:

@@ -37,6 +37,10 @@ class BatchContext:
     def defaults(self) -> ProjectDefaults:
         return ProjectDefaults.of(self.project)
 
+    def threads(self, tables: int) -> int:
+        """How many of `tables` tables are prepared, or written, at once (`ods.commit_threads`)."""
+        return max(1, min(self.project.config.ods.commit_threads, tables))
+
     def table(self, t: OdsTable) -> LakeTable:
         """The ODS table of `t`."""
         return kinds.ods(self.layout, self.defaults, t)
