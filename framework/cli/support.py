@@ -72,6 +72,12 @@ def handle_errors(fn: F) -> F:
         except Exception as e:  # noqa: BLE001 - the boundary that turns crashes into messages
             if debug:
                 traceback.print_exc()
+            from framework.runtime.jvm import explain
+
+            died = explain(e)  # the driver JVM ran out of memory, was killed or crashed: say so, not "Internal error"
+            if died is not None:
+                err_console.print(Text.assemble(("Error:", "bold red"), " " + str(died)), highlight=False)
+                sys.exit(1)
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             err_console.print(
                 Text.assemble(("Internal error:", "bold red"), f" {type(e).__name__}: {first[:500]}\n"

@@ -98,14 +98,14 @@ def first_load(rows: DataFrame, key: list[str], partition: str | None, upserts: 
     """The rows of a table's first commit, which Hudi bulk-inserts: no index to look up, no file to
     merge with. What an upsert's precombine on `_seq` keeps, done here: the last event of each
     key, and none for a key whose last event is a delete (its tombstone is written all the same);
-    in as many Spark partitions as files an upsert would write (`upserts`: at most that many rows),
-    a table partition in one of them. The table's lock (`lake ingest` holds it) keeps another
+    in as many Spark partitions as files an upsert would write (`upserts`: at most that many rows).
+    A partitioned table's rows are shuffled by Hudi itself (PARTITION_SORT, LakeTable.options):
+    each table partition in one task, written one after another. The table's lock (`lake ingest` holds it) keeps another
     writer from a first load of its own."""
     last = Window.partitionBy(*[F.col(f"`{k}`") for k in key]).orderBy(F.col("_seq").desc())
     out = (rows.withColumn("_lake_last", F.row_number().over(last)).where("_lake_last = 1 AND NOT _hoodie_is_deleted")
            .drop("_lake_last"))
-    files = hudi.insert_files(upserts)
-    return out.repartition(files, F.col(f"`{partition}`")) if partition else out.coalesce(files)
+    return out if partition else out.coalesce(hudi.insert_files(upserts))
 
 
 def write_tables(ctx: BatchContext, work: list[tuple[Prepared, TableState, DataFrame]], batch_id: int) -> None:

@@ -83,13 +83,22 @@ def decimal_from_bytes(arr: Column, precision: int, scale: int) -> Column:
     every plan that decoded it, and Spark spent seconds per query analysing it and printing it
     into each adaptive re-plan's description (JFR samples of an aggregate model's build)."""
 
-    def fold(t: str) -> Column:
-        # The first byte gives the sign (signed value), each next one 8 bits (unsigned value).
-        # The NULL start keeps an empty array NULL.
-        def step(acc: Column, b: Column) -> Column:
-            return F.when(acc.isNull(), F.when(b > 127, b - 256).otherwise(b)).otherwise(acc * 256 + F.when(b < 0, b + 256).otherwise(b)).cast(t)
+    # A negative value is folded as its one's complement (each byte 255 - b, then -x - 1): every
+    # step's partial value is then at most the result's magnitude, where folding the signed
+    # bytes passes through acc * 256 = v - b, one past DECIMAL(38)'s range for the most negative
+    # 38-digit values (-99999999999999999999999999999999999999 read as NULL, a dead letter).
+    def unsigned(b: Column) -> Column:
+        return F.when(b < 0, b + 256).otherwise(b)
 
-        return F.aggregate(arr, F.lit(None).cast(t), step)
+    negative = (F.element_at(arr, 1) < 0) | (F.element_at(arr, 1) > 127)
+
+    def fold(t: str) -> Column:
+        def step(acc: Column, b: Column) -> Column:
+            u = unsigned(b)
+            return (acc * 256 + F.when(negative, 255 - u).otherwise(u)).cast(t)
+
+        magnitude = F.aggregate(arr, F.lit(0).cast(t), step)
+        return F.when(F.size(arr) > 0, F.when(negative, -magnitude - 1).otherwise(magnitude)).cast(t)
 
     # Up to 8 bytes fit a long (cheap); longer ones fold in decimal(38,0), NULL on overflow.
     unscaled = F.when(F.size(arr) <= 8, fold("bigint").cast("decimal(38,0)")).otherwise(fold("decimal(38,0)"))
@@ -110,6 +119,12 @@ def millis_to_timestamp(ms: Column) -> Column:
 def _within(v: Column, lo: int, hi: int) -> Column:
     """NULL (→ dead letter as unreadable) when out of range, instead of an overflow exception."""
     return F.when((v >= F.lit(lo)) & (v <= F.lit(hi)), v)
+
+
+def _micros_of_nanos(text: Column) -> Column:
+    """Whole microseconds of an int64 nanosecond count, exactly: the division in DECIMAL, not in
+    DOUBLE, whose 53 bits round near Debezium's NanoTimestamp range end (2262: 9.2e15 us)."""
+    return F.floor(text.cast("bigint").cast("decimal(20,0)") / F.lit(1000).cast("decimal(20,0)")).cast("bigint")
 
 
 def _time_text(micros: Column) -> Column:
@@ -155,13 +170,13 @@ def decode(text: Column, d: Decoder) -> Column:
     if k == "time_us":
         return _time_text(text.cast("bigint"))
     if k == "time_ns":
-        return _time_text(F.floor(text.cast("bigint") / 1000))
+        return _time_text(_micros_of_nanos(text))
     if k == "ts_ms":
         return F.timestamp_millis(_within(text.cast("bigint"), _MIN_US // 1000, _MAX_US // 1000))
     if k == "ts_us":
         return F.timestamp_micros(_within(text.cast("bigint"), _MIN_US, _MAX_US))
     if k == "ts_ns":
-        return F.timestamp_micros(_within(F.floor(text.cast("bigint") / 1000), _MIN_US, _MAX_US))
+        return F.timestamp_micros(_within(_micros_of_nanos(text), _MIN_US, _MAX_US))
     if k == "ts_iso":
         return F.to_timestamp(text)
     if k == "bytes_b64":

@@ -28,7 +28,7 @@ from framework.errors import EnvironmentProblem, IngestFailed, LakeError
 from framework.ods.batch import OdsBatchWriter, resolve_source_path
 from framework.project.config import Project
 from framework.quality.ods_gate import BatchBlocked
-from framework.runtime import lock, rebuilds
+from framework.runtime import jvm, lock, rebuilds
 from framework.runtime.faults import failpoint
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
@@ -259,9 +259,15 @@ def run_ingest(
             err.summary = summary
         if isinstance(err, LakeError):
             raise err
+        died = jvm.explain(err)
+        if died is not None:
+            raise died from err
         raise IngestFailed(f"ingest failed in a micro-batch: {err}", fix="rerun with --debug for the stack trace; committed tables are consistent and the batch is retried on the next run") from err
     if exc is not None:
         summary.status, summary.error = "failed", str(exc)
+        died = jvm.explain(exc)
+        if died is not None:
+            raise died from exc
         raise IngestFailed(f"the streaming query failed: {str(exc).splitlines()[0]}", fix="see warehouse/_lake/logs/spark.log; rerun with --debug")
     summary.status = "ok"
     return summary

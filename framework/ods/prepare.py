@@ -23,6 +23,7 @@ from framework.ods.columns import Columns, resolve_columns
 from framework.ods.context import BatchContext, HighWater, TableState, utc
 from framework.ods.envelope import Decoder
 from framework.ods.tablecheck import table_config_problem
+from framework.project.types import normalize, stored
 from framework.runtime.location import Location
 from framework.table import hudi
 from framework.table.columns import live
@@ -314,8 +315,10 @@ def _decoded(target: dict[str, str], versions: dict[str, dict[str, Decoder]], ba
             value = F.lit(None) if d is None else D.decode(text, d)
             cond = F.col("schema_hash") == h if h else F.col("schema_hash").isNull()
             expr = F.when(cond, value) if expr is None else expr.when(cond, value)
-        typed = (F.lit(None) if expr is None else expr).cast(typ)
-        data_cols.append(typed.alias(name))
+        typed = (F.lit(None) if expr is None else expr).cast(typ)  # out of the type's range: NULL, unreadable below
+        # Written as the type Hudi stores (TINYINT and SMALLINT as INT): Hudi's row writer (bulk
+        # insert) has no writer for TINYINT at all ("Unsupported type: ByteType").
+        data_cols.append((typed if stored(typ) == normalize(typ) else typed.cast(stored(typ))).alias(name))
         # A CASE WHEN chain, not nested coalesce(): Spark's common-subexpression search walks
         # every branch of nested coalesce/CASE children again at each level, exponential in the
         # number of columns (a 20-column table hung a task for minutes).

@@ -6,7 +6,9 @@ holds every old value (s' ≥ s and p'-s' ≥ p-s: more digits, or more scale th
 TIMESTAMP when the source means a wall-clock time (Debezium's Timestamp, MicroTimestamp and
 NanoTimestamp: MySQL/MariaDB DATETIME, Postgres `timestamp`), where a date is exactly its
 midnight in lake's UTC session. A narrowing (the new type is held by the old one) is rejected
-unless the table keeps the wider type (`schema_narrowing: keep_wider`); anything else (string →
+unless the table keeps the wider type (`schema_narrowing: keep_wider`), except between types the
+table stores alike (TINYINT, SMALLINT and INT are all INT in Hudi's Avro schema): that is no
+change at all. Anything else (string →
 int, a scale decrease, a scale increase that does not fit, a zoned TIMESTAMP) is rejected: the
 table's events of that schema version go to the dead letter with the reason.
 
@@ -27,6 +29,10 @@ import re
 from dataclasses import dataclass
 
 _INT_RANK = {"tinyint": 1, "smallint": 2, "int": 3, "bigint": 4}
+# Hudi keeps a table's schema in Avro, which has no 8- or 16-bit integer: a column written as
+# TINYINT or SMALLINT is stored as INT, and every later process reads it back as INT
+# (../shared/HUDI_NOTES.md, "SMALLINT and TINYINT come back as INT").
+_STORED_AS = {"tinyint": "int", "smallint": "int"}
 _FLOAT_RANK = {"float": 1, "double": 2}
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
 # Debezium decoders of wall-clock times (no zone): a date is exactly their midnight (UTC session).
@@ -36,6 +42,12 @@ WALL_CLOCK = frozenset({"ts_ms", "ts_us", "ts_ns", "plain"})
 def normalize(t: str) -> str:
     t = t.lower().replace(" ", "")
     return {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float"}.get(t, t)
+
+
+def stored(t: str) -> str:
+    """The type a Hudi table stores a column of type `t` as (what a later process reads back)."""
+    n = normalize(t)
+    return _STORED_AS.get(n, n)
 
 
 def decimal_of(t: str) -> tuple[int, int] | None:
@@ -88,6 +100,10 @@ def resolve(column: str, existing: str | None, incoming: str, *, wall_clock: boo
         return Resolution(ex, narrowing=True, error=f"column {column!r} narrowed from TIMESTAMP to DATE")
     if _holds(inc, ex):
         return Resolution(inc, promoted=True)
+    if stored(ex) == stored(inc):
+        # The narrower type is stored as the table's (an INT read back from a table created from
+        # SMALLINT events, or a SMALLINT source column changed to TINYINT): nothing changes.
+        return Resolution(ex)
     if _holds(ex, inc):
         return Resolution(ex, narrowing=True, error=f"column {column!r} narrowed from {ex.upper()} to {inc.upper()}")
     if decimal_of(ex) and decimal_of(inc):
@@ -114,8 +130,7 @@ def in_place(old: str, new: str) -> bool:
     """Whether Hudi 1.2.0 changes a column of type `old` to `new` in place (a write of `new` values
     into the table; docs/concepts/ods.md "Schema changes"): the promotions `resolve` takes, but DATE → TIMESTAMP.
     Avro stores tinyint and smallint as int."""
-    small = {"tinyint": "int", "smallint": "int"}
-    o, n = small.get(normalize(old), normalize(old)), small.get(normalize(new), normalize(new))
+    o, n = stored(old), stored(new)
     return bool(_holds(n, o)) and not (o == "date" and n == "timestamp")
 
 

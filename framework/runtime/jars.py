@@ -79,11 +79,24 @@ SPARK_PROVIDED = (
 )
 # s3a://: hadoop-aws of pyspark 3.5's Hadoop (3.3.4) and the AWS SDK bundle it was built with.
 HADOOP_AWS = ("org.apache.hadoop:hadoop-aws:3.3.4", "com.amazonaws:aws-java-sdk-bundle:1.12.262")
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# framework/runtime/jars.py -> the checkout's root (three levels up), where README says the cache is.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_cache_dir(root: Path = REPO_ROOT) -> Path:
+    """`.cache/jars` of a source checkout; `~/.cache/lake/jars` for an installed package.
+
+    An installed (non-editable) lake lives in site-packages, whose parent is no place for 600 MB
+    of jars: a checkout is recognised by its pyproject.toml beside `framework/`.
+    """
+    if (root / "pyproject.toml").is_file() and (root / "framework").is_dir():
+        return root / ".cache" / "jars"
+    return Path.home() / ".cache" / "lake" / "jars"
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("LAKE_JAR_CACHE", REPO_ROOT / ".cache" / "jars"))
+    configured = os.environ.get("LAKE_JAR_CACHE")
+    return Path(configured) if configured else default_cache_dir()
 
 
 def jar_path(coordinate: str) -> Path:

@@ -97,6 +97,12 @@ class LakeTable:
                                   catalog=d.catalog if s.sql_name else None, sql_name=s.sql_name, layout=s.layout)
         if operation:
             opts["hoodie.datasource.write.operation"] = operation
+        if operation == "bulk_insert" and s.partition:
+            # Sort mode NONE (Hudi's default) keeps a Parquet writer open for every table partition
+            # a task meets: a first load into ~1,000+ partitions ran a 4 GB driver out of memory
+            # (HUDI-4261). PARTITION_SORT shuffles rows by partition path and sorts each task's
+            # rows by it, so a task writes its partitions one after another, one writer open.
+            opts["hoodie.bulkinsert.sort.mode"] = "PARTITION_SORT"
         return opts
 
     def commit(self, df: DataFrame, record: CommitRecord | None = None, *, operation: str | None = None,

@@ -226,6 +226,9 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     conf.update(project.config.spark.conf)
     conf.update(extra or {})
     _class_sharing(conf)
+    from framework.runtime import jvm
+
+    jvm.note_session(logs, conf.get("spark.driver.memory", ""))  # what a dead driver's message names
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from framework.errors import LakeError, QualityGateError
 from framework.project.config import Project
+from framework.runtime import jvm
 from framework.runtime.paths import Layout
 from framework.table import timeline
 from framework.transform.analysis import Analyses
@@ -144,9 +145,14 @@ def _build_one(builder: Evaluator, m: Model, incremental: bool) -> ModelResult:
         if isinstance(e, QualityGateError):  # a blocked quality gate says what it found
             r.rows_quarantined, r.checks = e.quarantined, list(e.checks)
     except Exception as e:  # noqa: BLE001 - report per model, keep building other branches
+        died = jvm.explain(e)
+        if died is not None and died.dead:  # no model can build without a driver
+            raise died from e
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         reason = f"{type(e).__name__}: {first[:300]}"
-        if CLEANED in first:  # planned on a state the cleaner removed while the build ran (an environment's pin)
+        if died is not None:
+            reason = died.message
+        elif CLEANED in first:  # planned on a state the cleaner removed while the build ran (an environment's pin)
             reason = ("an upstream's cleaner removed the files of the instant this build reads while it ran "
                       "(its table committed meanwhile): run the build again, which plans from the current timeline")
         r = ModelResult(model=m.name, strategy="-", mode="failed", reason=reason, error=str(e))

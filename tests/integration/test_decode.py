@@ -38,6 +38,12 @@ DECIMALS = pytest.mark.parametrize(
         (Decimal("-0.01"), 12, 2),
         (Decimal("123456789012.345678"), 19, 6),
         (Decimal("-123456789012.345678"), 19, 6),
+        # The ends of DECIMAL(38) and of a long: folding signed bytes overflowed past the most negative.
+        (Decimal("-99999999999999999999999999999999999999"), 38, 0),
+        (Decimal("99999999999999999999999999999999999999"), 38, 0),
+        (Decimal("-9999999999999999999999999999.9999999999"), 38, 10),
+        (Decimal("-9223372036854775808"), 19, 0),
+        (Decimal("9223372036854775807"), 19, 0),
     ],
 )
 WIDTHS = pytest.mark.parametrize("width", [None, 16], ids=["minimal", "sign-extended"])
