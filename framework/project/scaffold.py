@@ -127,6 +127,10 @@ key: [domain]
 columns:
   domain: {type: string, description: the part of an e-mail address after the @}
   kind: {type: string, description: business or personal}
+# Checks run on the rows before every commit of the table (an `error` check that fails blocks it;
+# `severity: warn` only reports), and against the table as it is with `lake check`.
+checks:
+  - accepted_values: {column: kind, values: [business, personal]}
 """
 
 _LAYERS = {

@@ -44,6 +44,7 @@ def test_scaffolded_project_loads(tmp_path: Path) -> None:
 
     seed = load_models(project)["seed.email_domains"]  # the example seed reads, typed by its YAML
     assert seed.seed is not None and seed.seed.columns == (("domain", "string"), ("kind", "string")) and len(seed.seed.rows) == 4
+    assert [c.name for c in seed.config.checks] == ["accepted_values(kind)"]  # so `lake check` has something to check
 
 
 def test_lake_yaml_has_exactly_the_documented_keys(tmp_path: Path) -> None:
