@@ -39,15 +39,21 @@ class LastBuild(BaseModel):
     freshness_s: float | None = None  # source event -> commit, newest event of that `lake run` cycle
 
 
+# Every kind of node of the project graph (framework/transform/dag.py): an ODS table, an external
+# table (read, never written), a seed (a CSV of the project), a SQL or Python model, and the history
+# an ODS table or a model keeps (`history: true`).
+TableKind = Literal["ods", "external", "seed", "sql", "python", "history"]
+
+
 class TableDoc(BaseModel):
     name: str
     layer: str
-    kind: Literal["ods", "sql", "python"]
+    kind: TableKind
     file: str | None = None  # where it is declared, relative to the project
     description: str | None = None
     owner: str | None = None
     tags: list[str] = Field(default_factory=list)
-    source: str | None = None  # SQL or Python text; for ODS the source table
+    source: str | None = None  # SQL or Python text; for ODS the source table; for an external table what it reads
     key: list[str] = Field(default_factory=list)
     strategy: str | None = None
     strategy_reason: str | None = None

@@ -11,7 +11,10 @@ from pydantic import Field, field_validator, model_validator
 from models.base import StrictModel
 from models.deploy import FIX_SEPARATOR
 
-# What opens an incident (and `recovered`, which closes one: sent when a later run shows it fixed).
+# The events that open an incident, and `recovered`: not an event of its own but the choice to be
+# told when a later run shows an incident fixed. What then arrives is the incident's own alert
+# (same `event`, `subject`) again with `"status": "resolved"` instead of "firing" (Alertmanager's
+# convention; framework/observe/alerts.py).
 AlertEvent = Literal["build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "recovered"]
 ALERT_EVENTS: tuple[AlertEvent, ...] = ("build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "recovered")
 
@@ -40,7 +43,8 @@ class WebhookTarget(StrictModel):
 
 class CommandTarget(StrictModel):
     """Run a command per alert: the alert's JSON on its standard input, and LAKE_ALERT_EVENT,
-    LAKE_ALERT_SUBJECT, LAKE_ALERT_RUN, LAKE_ALERT_TEXT in its environment (no shell)."""
+    LAKE_ALERT_STATUS (firing or resolved), LAKE_ALERT_SUBJECT, LAKE_ALERT_RUN, LAKE_ALERT_TEXT in
+    its environment (no shell)."""
 
     kind: Literal["command"] = Field(description="`command`: run a program per alert, the alert's JSON on its standard input.")
     command: list[str] = Field(min_length=1, description="argv, e.g. [/usr/local/bin/page-oncall, --team, data]")
@@ -63,9 +67,20 @@ class AlertsConfig(StrictModel):
 
     targets: list[AlertTarget] = Field(min_length=1, description="Where alerts go: webhooks and commands, each gets every alert.")
     # (Not `on:`: YAML 1.1, which PyYAML reads, takes the key `on` for the boolean true.)
-    events: list[AlertEvent] = Field(default_factory=lambda: list(ALERT_EVENTS), description="Events that alert (default: all).")
+    events: list[AlertEvent] = Field(default_factory=lambda: list(ALERT_EVENTS), description="Which incidents alert (default: all): "
+                                     "those the listed events open, each with `\"status\": \"firing\"`; with `recovered`, each "
+                                     "incident a later run shows fixed arrives again, the same `event` and `subject` with "
+                                     "`\"status\": \"resolved\"` (no alert has the event `recovered`).")
     dead_letter_threshold: int = Field(default=0, ge=0, description="A run that sends more than this many events of one table to the "
                                        "dead letter opens an incident.")
+
+    @field_validator("events", mode="before")
+    @classmethod
+    def _resolved(cls, v: object) -> object:
+        if isinstance(v, list) and "resolved" in v:
+            raise ValueError(f"`resolved` is a status, not an event{FIX_SEPARATOR}write `recovered` in `events:`: a fixed incident then "
+                             "arrives again as its own event with \"status\": \"resolved\"")
+        return v
 
 
 class MetricsConfig(StrictModel):

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures"
 # LAKE_STRICT_SKIPS=1 (make test, CI): a skip for a missing install fails (tests/strict_skips.py).
-pytest_plugins = ["tests.strict_skips"]
+# A `lake` command printing "Internal error:" fails its test (tests/no_internal_error.py).
+pytest_plugins = ["tests.strict_skips", "tests.no_internal_error"]
 
 # Every Spark driver a test starts in a `lake` subprocess compiles with C1 only: it lives for
 # seconds on small data, and C2's compiler threads cost more CPU than they save (a small Hudi

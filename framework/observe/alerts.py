@@ -1,5 +1,6 @@
 """Alerts once per incident: a finished run's problems open incidents (each alerted once), a
-later run that shows one fixed closes it (and says so: `recovered`). The open incidents live in
+later run that shows one fixed closes it (and says so when `events:` lists `recovered`: the
+incident's own alert again, with status `resolved`). The open incidents live in
 `<warehouse>/_lake/alerts/incidents.json`, beside the run history, under a project lock: a failing
 model rebuilt every cycle of `lake run --continuous` alerts once, not every cycle. An alert that a
 target did not take is sent to that target again after the next run; every attempt that failed,

@@ -4,7 +4,10 @@ model with a unit test, and an example seed).
 The sample is seven Debezium envelopes for `inventory.customers` (the Debezium tutorial table),
 so `lake ingest --once` works right after `lake init` with no database or Kafka around. The
 caller passes them: `lake init` takes them from :mod:`framework.demo`'s simulator, which the
-core never imports.
+core never imports. They live in `sample/cdc/`, lake.yaml's source until the user points it at
+their own CDC (a folder of theirs, or Kafka): never in the folder a user's own CDC files go, where
+they would reach the dead letter (and a `dead_letter` alert) once the user declares their own
+tables instead of `inventory.customers`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ ods:
   source:
     # A directory of CDC files, one Debezium JSON message per line (Kafka: kind: kafka).
     kind: files
-    path: cdc
+    # lake's sample: seven events of inventory.customers, the table layers/ods/inventory.yaml
+    # declares. Point this at the folder of your own CDC files (e.g. cdc), or read Kafka instead;
+    # then delete sample/.
+    path: sample/cdc
     format: debezium-json
 """
 
@@ -51,7 +57,7 @@ tables:
     # Hudi table type: cow (copy-on-write: fast reads) or mor (merge-on-read: fast writes).
     type: cow
     # Spark SQL types for events without a `schema` block, e.g. {price: "decimal(10,2)"};
-    # events with a schema block (like cdc/0001-customers.json) need none.
+    # events with a schema block (like sample/cdc/0001-customers.json) need none.
     columns: {}
     # `history: true` also keeps every version of each key in ods.customers_history
     # (_valid_from, _valid_to, _is_current: SCD type 2), for point-in-time joins.
@@ -121,6 +127,10 @@ key: [domain]
 columns:
   domain: {type: string, description: the part of an e-mail address after the @}
   kind: {type: string, description: business or personal}
+# Checks run on the rows before every commit of the table (an `error` check that fails blocks it;
+# `severity: warn` only reports), and against the table as it is with `lake check`.
+checks:
+  - accepted_values: {column: kind, values: [business, personal]}
 """
 
 _LAYERS = {
@@ -128,6 +138,8 @@ _LAYERS = {
     "dws": "DWS: aggregates and wide tables built from `dwd.*` and `ods.*`.",
 }
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The sample CDC file, relative to the project: lake.yaml's source reads its folder.
+SAMPLE_CDC = "sample/cdc/0001-customers.json"
 
 
 def scaffold(directory: Path, name: str | None, *, cdc_sample: Sequence[str]) -> list[Path]:
@@ -154,7 +166,7 @@ def scaffold(directory: Path, name: str | None, *, cdc_sample: Sequence[str]) ->
         Path("layers/dws/customers_by_domain.yaml"): EXAMPLE_YAML,
         Path("layers/seed/email_domains.csv"): SEED_CSV,
         Path("layers/seed/email_domains.yaml"): SEED_YAML,
-        Path("cdc/0001-customers.json"): "".join(line + "\n" for line in cdc_sample),
+        Path(SAMPLE_CDC): "".join(line + "\n" for line in cdc_sample),
     }
     clashes = [str(directory / rel) for rel in files if (directory / rel).exists()]
     if clashes:

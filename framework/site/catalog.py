@@ -1,17 +1,20 @@
-"""Gather what `lake docs` shows about every ODS table and model, without Spark for a local
-warehouse: declarations from the YAML and model files, column types from the newest Parquet footer
-of each Hudi table, column lineage from the sqlglot tracer, strategies from the analysis the build
-uses, and the latest build and quality results from run history."""
+"""Gather what `lake docs` shows about every table of the project graph (ODS tables and their
+histories, external tables, seeds, models and their histories), without Spark for a local
+warehouse: declarations from the YAML, CSV and model files, column types from the newest Parquet
+footer of each Hudi table, column lineage from the sqlglot tracer, strategies from the analysis the
+build uses, and the latest build and quality results from run history."""
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import networkx as nx
 
 from framework.errors import LakeError
 from framework.project.config import Project
+from framework.project.externals import ExternalTable
 from framework.quality import store
 from framework.runtime import history
 from framework.runtime.paths import Layout
@@ -19,6 +22,7 @@ from framework.transform.analysis import Analyses, declared_keys
 from framework.transform.dag import build_graph
 from framework.transform.lineage import LineageNode, Tracer, warehouse_schema
 from framework.transform.loader import Model
+from models.config import OdsTable
 from models.docs import CheckDoc, ColumnDoc, DocsCatalog, LastBuild, TableDoc
 from models.records import BUILT_MODES, RunRecord
 
@@ -26,33 +30,66 @@ from models.records import BUILT_MODES, RunRecord
 _STATUS = {**dict.fromkeys(BUILT_MODES, "built"), "noop": "unchanged", "failed": "failed", "skipped": "skipped"}
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What every table's page is made from."""
+
+    project: Project
+    models: dict[str, Model]
+    graph: nx.DiGraph
+    layout: Layout
+    builds: dict[str, LastBuild]
+    quality: dict[str, tuple[str, list[CheckDoc]]]
+
+
+# The order of the pages: sources first, then the layers that read them.
+_LAYER_ORDER = {layer: i for i, layer in enumerate(("ods", "external", "seed", "dwd", "dws"))}
+
+
 def collect(project: Project, models: dict[str, Model], runs: list[RunRecord] | None = None) -> DocsCatalog:
-    """Everything the docs site shows, as one record (also written as catalog.json)."""
+    """Everything the docs site shows, one page per node of the project graph (also written as
+    catalog.json)."""
     layout = Layout(project.warehouse)
     graph = build_graph(project, models)
     runs = history.runs(layout) if runs is None else runs
-    builds = last_builds(runs)
-    quality = _latest_quality(layout)
+    facts = _Facts(project, models, graph, layout, last_builds(runs), _latest_quality(layout))
     tracer = Tracer.for_project(project, models)
-    tables = [_ods_doc(project, n, graph, layout, builds, quality) for n in sorted(t.qualified_name for t in project.ods_tables)]
     analyses = Analyses(models, declared_keys(project))
     keyless = {t.qualified_name for t in project.ods_tables if not t.key}
-    layer_order = {layer: i for i, layer in enumerate(("dwd", "dws"))}
-    for name in sorted(models, key=lambda n: (layer_order.get(models[n].layer, 9), n)):
-        if name in models:
+    tables: list[TableDoc] = []
+    for name in sorted(graph, key=lambda n: (_LAYER_ORDER.get(graph.nodes[n]["layer"], 9), n)):
+        kind = graph.nodes[name]["kind"]
+        if kind == "ods":
+            tables.append(_ods_doc(facts, name))
+        elif kind == "external":
+            tables.append(_external_doc(facts, project.externals[name]))
+        elif kind == "history":
+            tables.append(_history_doc(facts, name, next(m for m in models.values() if m.history_name == name).name))
+        elif kind == "seed":
+            tables.append(_seed_doc(facts, models[name]))
+        else:
             known = not (nx.ancestors(graph, name) & keyless)
-            tables.append(_model_doc(models[name], graph, layout, builds, quality, analyses if known else None, tracer))
-    status = {t.name: ("ods" if t.layer == "ods" else _STATUS.get(t.last_build.mode, "not built yet") if t.last_build else "not built yet")
-              for t in tables}
+            tables.append(_model_doc(facts, models[name], analyses if known else None, tracer))
     return DocsCatalog(project=project.config.name, generated_at=datetime.now(timezone.utc), warehouse=str(project.warehouse),
-                       tables=tables, status=status)
+                       tables=tables, status={t.name: _state(t) for t in tables})
+
+
+def _state(t: TableDoc) -> str:
+    """A table's colour in the DAG (framework/site/svg.py STATUS_COLOURS)."""
+    if t.kind in ("ods", "external"):
+        return t.kind
+    if t.kind == "history" and t.layer == "ods":
+        return "ods"
+    return _STATUS.get(t.last_build.mode, "not built yet") if t.last_build else "not built yet"
 
 
 def dag_status(project: Project, models: dict[str, Model], runs: list[RunRecord]) -> dict[str, str]:
     """Each table's state in its last run (the DAG's colours), from run history alone."""
     builds = last_builds(runs)
-    ods = {t.qualified_name for t in project.ods_tables}
-    return {**dict.fromkeys(ods, "ods"), **{m: _STATUS.get(b.mode, "not built yet") for m, b in builds.items() if m in models}}
+    ods = {n for t in project.ods_tables for n in t.readable()}
+    built = {m: _STATUS.get(b.mode, "not built yet") for m, b in builds.items() if m in models}
+    histories = {m.history_name: built[m.name] for m in models.values() if m.history_name and m.name in built}
+    return {**dict.fromkeys(ods, "ods"), **dict.fromkeys(project.externals, "external"), **built, **histories}
 
 
 def last_builds(runs: list[RunRecord]) -> dict[str, LastBuild]:
@@ -91,15 +128,67 @@ def _columns(layout: Layout, name: str, described: dict[str, str], lineage: dict
     return cols
 
 
-def _ods_doc(project: Project, name: str, graph: nx.DiGraph, layout: Layout, builds: dict[str, LastBuild],
-             quality: dict[str, tuple[str, list[CheckDoc]]]) -> TableDoc:
-    t = project.ods_table(name)
-    run_id, checks = quality.get(name, (None, []))
-    return TableDoc(name=name, layer="ods", kind="ods", file=_declared_in(project, name), description=t.description, owner=t.owner,
-                    tags=list(t.tags), source=t.source, key=list(t.key), downstreams=sorted(graph.successors(name)),
-                    columns=_columns(layout, name, t.column_descriptions), last_build=builds.get(name), checks=checks,
+def _ods_doc(f: _Facts, name: str) -> TableDoc:
+    """An ODS table, or the history an ODS table keeps (`history: true`)."""
+    t = next(t for t in f.project.ods_tables if name in t.readable())
+    if name != t.qualified_name:
+        return _ods_history_doc(f, name, t)
+    run_id, checks = f.quality.get(name, (None, []))
+    return TableDoc(name=name, layer="ods", kind="ods", file=_declared_in(f.project, name), description=t.description, owner=t.owner,
+                    tags=list(t.tags), source=t.source, key=list(t.key), downstreams=sorted(f.graph.successors(name)),
+                    columns=_columns(f.layout, name, t.column_descriptions), last_build=f.builds.get(name), checks=checks,
                     checks_run_id=run_id, strategy=f"CDC upsert ({t.type.upper()})",
                     strategy_reason="Debezium events applied in source-position order; deletes remove the row")
+
+
+_HISTORY_COLUMNS = {"_seq": "orders the versions (the source position of an ODS event, the commit of a model's build)",
+                    "_valid_from": "when this version became current", "_valid_to": "when a later version or a delete ended it (NULL: current)",
+                    "_is_current": "whether this is the row's current version", "_ended_by_delete": "whether a delete ended it"}
+
+
+def _ods_history_doc(f: _Facts, name: str, t: OdsTable) -> TableDoc:
+    base = t.qualified_name
+    return TableDoc(name=name, layer="ods", kind="history", file=_declared_in(f.project, base), owner=t.owner, tags=list(t.tags),
+                    description=f"Every version of each row of {base} (SCD type 2).", upstreams=[base], key=[*t.key, "_seq"],
+                    downstreams=sorted(f.graph.successors(name)), last_build=f.builds.get(base),
+                    columns=_columns(f.layout, name, {**t.column_descriptions, **_HISTORY_COLUMNS}),
+                    strategy="history", strategy_reason=f"written by each ingest into {base} (`history: true`)")
+
+
+def _external_doc(f: _Facts, e: ExternalTable) -> TableDoc:
+    """A table lake reads and never writes: what it reads, the columns it requires, its readers."""
+    c = e.config
+    declared = [ColumnDoc(name=n, type=col.type, description=col.description) for n, col in c.columns.items()]
+    found = warehouse_schema(e.location) if e.location is not None and e.location.is_local and e.kind == "hudi" else None
+    if found:
+        types = dict(found)
+        described = {n: col.description for n, col in c.columns.items()}
+        declared = [ColumnDoc(name=n, type=t, description=described.get(n)) for n, t in found]
+        declared += [ColumnDoc(name=n, type=col.type, description=col.description) for n, col in c.columns.items() if n not in types]
+    return TableDoc(name=e.name, layer="external", kind="external", file=e.rel, description=c.description, owner=c.owner, tags=list(c.tags),
+                    source=e.where, key=list(c.key or []), downstreams=sorted(f.graph.successors(e.name)), columns=declared,
+                    strategy="external", strategy_reason=f"read from the {e.where}; lake never writes it")
+
+
+def _seed_doc(f: _Facts, m: Model) -> TableDoc:
+    """A seed: the CSV file it is loaded from, its typed columns, its readers."""
+    assert m.seed is not None
+    described = dict(m.config.columns)
+    cols = [ColumnDoc(name=n, type=t, description=described.get(n)) for n, t in m.seed.columns]
+    run_id, checks = f.quality.get(m.name, (None, []))
+    return TableDoc(name=m.name, layer=m.layer, kind="seed", file=m.rel, description=m.config.description, owner=m.config.owner,
+                    tags=list(m.config.tags), key=list(m.config.key or []), downstreams=sorted(f.graph.successors(m.name)), columns=cols,
+                    last_build=f.builds.get(m.name), checks=checks, checks_run_id=run_id, strategy="seed",
+                    strategy_reason=f"{len(m.seed.rows)} rows of {m.rel}, loaded by `lake build` (again when the file changes)")
+
+
+def _history_doc(f: _Facts, name: str, of: str) -> TableDoc:
+    """The history a model keeps (`history: true`): every version of each of its rows."""
+    m = f.models[of]
+    return TableDoc(name=name, layer=m.layer, kind="history", file=m.rel, description=f"Every version of each row of {of} across its builds (SCD type 2).",
+                    owner=m.config.owner, tags=list(m.config.tags), upstreams=[of], downstreams=sorted(f.graph.successors(name)),
+                    columns=_columns(f.layout, name, {**dict(m.config.columns), **_HISTORY_COLUMNS}), last_build=f.builds.get(of),
+                    strategy="history", strategy_reason=f"written after each build of {of} (`history: true`)")
 
 
 def _declared_in(project: Project, name: str) -> str | None:
@@ -115,10 +204,9 @@ def _declared_in(project: Project, name: str) -> str | None:
     return None
 
 
-def _model_doc(m: Model, graph: nx.DiGraph, layout: Layout, builds: dict[str, LastBuild],
-               quality: dict[str, tuple[str, list[CheckDoc]]], analyses: Analyses | None, tracer: Tracer) -> TableDoc:
-    strategy, reason = _strategy(m, analyses, builds.get(m.name))
-    run_id, checks = quality.get(m.name, (None, []))
+def _model_doc(f: _Facts, m: Model, analyses: Analyses | None, tracer: Tracer) -> TableDoc:
+    strategy, reason = _strategy(m, analyses, f.builds.get(m.name))
+    run_id, checks = f.quality.get(m.name, (None, []))
     lineage: dict[str, list[str]] = {}
     for col in tracer.columns(m.name) or ():
         with contextlib.suppress(LakeError, ValueError, KeyError):
@@ -126,8 +214,8 @@ def _model_doc(m: Model, graph: nx.DiGraph, layout: Layout, builds: dict[str, La
     source = m.sql if m.sql is not None else m.path.read_text(encoding="utf-8")
     return TableDoc(name=m.name, layer=m.layer, kind=m.kind, file=m.rel, description=m.config.description, owner=m.config.owner,
                     tags=list(m.config.tags), source=source, key=list(m.config.key or []), strategy=strategy, strategy_reason=reason,
-                    upstreams=sorted(graph.predecessors(m.name)), downstreams=sorted(graph.successors(m.name)),
-                    columns=_columns(layout, m.name, dict(m.config.columns), lineage), last_build=builds.get(m.name),
+                    upstreams=sorted(f.graph.predecessors(m.name)), downstreams=sorted(f.graph.successors(m.name)),
+                    columns=_columns(f.layout, m.name, dict(m.config.columns), lineage), last_build=f.builds.get(m.name),
                     checks=checks, checks_run_id=run_id)
 
 

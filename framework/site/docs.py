@@ -72,29 +72,37 @@ def _refs(names: list[str]) -> str:
     return ", ".join(f'<a href="#{escape(anchor(n))}">{escape(n)}</a>' for n in names) or "none"
 
 
+# What each kind of table is, as its page says it; and the label of its `source` text.
+_KIND = {"ods": "ODS table", "external": "External table", "seed": "Seed", "sql": "SQL model", "python": "Python model",
+         "history": "History table"}
+_SOURCE = {"ods": "Source table", "external": "Reads", "sql": "SQL", "python": "Python"}
+_BUILT = ("sql", "python", "seed", "history")  # kinds lake writes, and so shows the last run of
+
+
 def _table(t: TableDoc, gx: str | None) -> str:
     tags = "".join(f'<span class="tag">{escape(x)}</span>' for x in t.tags)
-    meta = [f"<b>{escape(t.kind.upper() if t.kind != 'ods' else 'ODS table')}</b>"]
+    meta = [f"<b>{escape(_KIND[t.kind])}</b>"]
     if t.file:
         meta.append(f"<code>{escape(t.file)}</code>")
     if t.owner:
         meta.append(f"owner {escape(t.owner)}")
     if t.key:
         meta.append("key " + escape(", ".join(t.key)))
-    parts = [f'<section id="{escape(anchor(t.name))}" data-table="{escape(t.name)}"><h2>{escape(t.name)} {tags}</h2>',
+    parts = [f'<section id="{escape(anchor(t.name))}" data-table="{escape(t.name)}" data-kind="{escape(t.kind)}"><h2>{escape(t.name)} {tags}</h2>',
              f"<p class='meta'>{' · '.join(meta)}</p>",
              f"<p>{escape(t.description)}</p>" if t.description else "<p class='empty'>No description (add <code>description:</code> to its YAML).</p>"]
     if t.strategy:
         parts.append(f"<p><b>Strategy</b> {escape(t.strategy)}: {escape(t.strategy_reason or '')}</p>")
-    if t.kind != "ods":
+    if t.kind in ("sql", "python", "history"):
         parts.append(f"<p><b>Reads</b> {_refs(t.upstreams)}</p>")
     parts.append(f"<p><b>Read by</b> {_refs(t.downstreams)}</p>")
-    parts.append(_last_build(t.last_build))
+    if t.kind in ("ods", *_BUILT):
+        parts.append(_last_build(t.last_build))
     parts.append(_columns(t))
     parts.append(_checks(t, gx))
     if t.source is not None:
-        label = "Source table" if t.kind == "ods" else ("SQL" if t.kind == "sql" else "Python")
-        parts.append(f"<details{' open' if t.kind == 'sql' else ''}><summary>{label}</summary><pre><code>{escape(t.source)}</code></pre></details>")
+        label = _SOURCE.get(t.kind, "Source")
+        parts.append(f"<details{' open' if t.kind in ('sql', 'external') else ''}><summary>{label}</summary><pre><code>{escape(t.source)}</code></pre></details>")
     return "".join(parts) + "</section>"
 
 
@@ -112,8 +120,10 @@ def _last_build(b: LastBuild | None) -> str:
 
 def _columns(t: TableDoc) -> str:
     if not t.columns:
+        if t.kind == "external":
+            return "<p class='empty'>No columns declared (add <code>columns:</code> to its YAML to have builds check them).</p>"
         return "<p class='empty'>Columns unknown until the table is first written.</p>"
-    lineage = t.kind != "ods"
+    lineage = t.kind in ("sql", "python")
     head = "<tr><th>column</th><th>type</th><th>description</th>" + ("<th>from</th>" if lineage else "") + "</tr>"
     rows = "".join(
         f"<tr><td><code>{escape(c.name)}</code></td><td>{escape(c.type or '')}</td><td>{escape(c.description or '')}</td>"

@@ -15,6 +15,7 @@ import networkx as nx
 # Status of a table in the last run -> fill colour (legend order).
 STATUS_COLOURS: dict[str, str] = {
     "ods": "#dbe9f6",
+    "external": "#e6e1f2",
     "built": "#cdebd3",
     "unchanged": "#eef5ef",
     "failed": "#f6c9cf",

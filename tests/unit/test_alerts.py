@@ -62,6 +62,22 @@ def test_config_errors_name_file_line_field_and_fix(tmp_path: Path) -> None:
     assert "lineage.transport" in text and "fix: set `type:` to one of 'http', 'file'" in text
 
 
+def test_the_docs_say_a_fixed_incident_arrives_as_its_own_event_with_status_resolved(tmp_path: Path) -> None:
+    """Issue 40 item 6: what the guide, the lake.yaml reference and a config error say of
+    `recovered` is what alerts.py sends (the test above): the incident's event, `"status": "resolved"`."""
+    from framework.cli.main import main
+    from framework.site.reference import lake_yaml
+
+    row = next(line for line in lake_yaml(main).splitlines() if line.startswith("| `events` |"))
+    assert '`"status": "resolved"`' in row and "the same `event` and `subject`" in row
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "unattended.md").read_text()
+    assert "sends `recovered`" not in guide and 'the same `event` and `subject` with `"status": "resolved"`' in guide
+    root = _project(tmp_path, "alerts:\n  targets: [{kind: command, command: ['true']}]\n  events: [build_failed, resolved]\n")
+    with pytest.raises(ConfigError) as e:
+        load_project(root)
+    assert "alerts.events: `resolved` is a status, not an event\n  fix: write `recovered` in `events:`" in str(e.value)
+
+
 def test_an_incident_alerts_once_then_recovers_and_a_down_target_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOK_TOKEN", SECRET)
     with collecting() as hook:
@@ -104,11 +120,12 @@ def test_an_incident_alerts_once_then_recovers_and_a_down_target_is_recorded(tmp
         assert len(hook.posts) == 2
         assert [(d.target.split()[0], d.ok) for d in second.deliveries] == [("targets[2]", False)]
 
-        # Fixed: one `recovered` per target that takes it; the incident is closed.
+        # Fixed: the incident's own alert again, status resolved, per target that takes it; the incident is closed.
         fixed = _run("build", [ModelResult(model="dws.sales", strategy="aggregate", mode="incremental", reason="ok", rows_written=3)])
         Observer(project).finish(fixed)
         recovered = [p["body"] for p in hook.posts[2:]]
         assert len(recovered) == 2 and recovered[0]["status"] == "resolved" and recovered[0]["run_id"] == fixed.run_id
+        assert (recovered[0]["event"], recovered[0]["subject"]) == ("gate_blocked", "dws.sales")  # never an event `recovered`
         assert recovered[0]["opened_by_run"] == first.run_id and "recovered" in recovered[1]["text"]
         Observer(project).finish(_run("build", [gate.model_copy()]))
         assert len(hook.posts) == 6  # a new incident after recovery alerts again

@@ -29,14 +29,14 @@ def test_scaffolded_project_loads(tmp_path: Path) -> None:
         "layers/dws/customers_by_domain.yaml",
         "layers/seed/email_domains.csv",
         "layers/seed/email_domains.yaml",
-        "cdc/0001-customers.json",
+        "sample/cdc/0001-customers.json",
         ".gitignore",
     }
     project = load_project(root)
     assert project.config.name == "my_lake"
     assert project.config.spark.master == "local[2]"
     assert project.config.ods.source.kind == "files"
-    assert project.config.ods.source.path == "cdc"
+    assert project.config.ods.source.path == "sample/cdc"  # lake's sample, never the folder of the user's own CDC
     (table,) = project.ods_tables
     assert (table.source, table.qualified_name, table.key) == ("inventory.customers", "ods.customers", ["id"])
     assert "warehouse/" in (root / ".gitignore").read_text().split()
@@ -44,6 +44,7 @@ def test_scaffolded_project_loads(tmp_path: Path) -> None:
 
     seed = load_models(project)["seed.email_domains"]  # the example seed reads, typed by its YAML
     assert seed.seed is not None and seed.seed.columns == (("domain", "string"), ("kind", "string")) and len(seed.seed.rows) == 4
+    assert [c.name for c in seed.config.checks] == ["accepted_values(kind)"]  # so `lake check` has something to check
 
 
 def test_lake_yaml_has_exactly_the_documented_keys(tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_lake_yaml_has_exactly_the_documented_keys(tmp_path: Path) -> None:
         "name": "shop",
         "warehouse": "warehouse",
         "spark": {"master": "local[2]", "conf": {}},
-        "ods": {"source": {"kind": "files", "path": "cdc", "format": "debezium-json"}},
+        "ods": {"source": {"kind": "files", "path": "sample/cdc", "format": "debezium-json"}},
     }
 
 
@@ -67,7 +68,7 @@ def test_every_table_key_is_explained(tmp_path: Path) -> None:
 
 def test_sample_cdc_is_debezium_with_schema(tmp_path: Path) -> None:
     scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
-    lines = (tmp_path / "cdc" / "0001-customers.json").read_text().splitlines()
+    lines = (tmp_path / "sample" / "cdc" / "0001-customers.json").read_text().splitlines()
     assert 6 <= len(lines) <= 8
     events = [json.loads(line) for line in lines]
     assert all(set(e) == {"schema", "payload"} for e in events)
@@ -84,8 +85,8 @@ def test_second_scaffold_refuses(tmp_path: Path) -> None:
 
 
 def test_refuses_to_overwrite_other_files_and_bad_names(tmp_path: Path) -> None:
-    (tmp_path / "cdc").mkdir()
-    (tmp_path / "cdc" / "0001-customers.json").write_text("mine\n")
+    (tmp_path / "sample" / "cdc").mkdir(parents=True)
+    (tmp_path / "sample" / "cdc" / "0001-customers.json").write_text("mine\n")
     with pytest.raises(LakeError, match="overwrite"):
         scaffold(tmp_path, "shop", cdc_sample=SAMPLE)
     assert not (tmp_path / "lake.yaml").exists()
