@@ -13,6 +13,7 @@ completed commit and the next run resumes from there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -68,10 +69,8 @@ def _text(e: BaseException) -> str:
     for attr in ("desc", "stackTrace", "java_exception"):
         v = getattr(e, attr, None)
         if v is not None:
-            try:
+            with contextlib.suppress(Exception):  # a Java object of a dead JVM cannot print itself
                 parts.append(str(v))
-            except Exception:  # noqa: BLE001 - a Java object of a dead JVM cannot print itself
-                pass
     return "\n".join(parts)
 
 
@@ -121,10 +120,10 @@ def explain(e: BaseException) -> JvmFailure | None:
     texts = [_text(x) for x in chain]
     lost = any(s in t for t in texts for s in _LOST)
     py4j = lost or any(type(x).__module__.startswith("py4j") for x in chain)
+    oom = next((m for m in (_OOM.search(t) for t in texts) if m), None)
     proc = _driver()
     pid = getattr(proc, "pid", None)
     code = _exit_code(proc, EXIT_WAIT_SECONDS if lost else 0) if (oom or py4j) else None
-    oom = next((m for m in (_OOM.search(t) for t in texts) if m), None)
     if oom is None and code is None:
         return None
     logs = _logs(pid)

@@ -55,7 +55,7 @@ def _outside(spark: Any, path: str) -> list[dict[str, Any]]:
 
 def _assert_rows(got: list[dict[str, Any]], want: list[dict[str, Any]], where: str) -> None:
     assert [r["id"] for r in got] == [r["id"] for r in want], where
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         diff = {k: (g.get(k), v) for k, v in w.items() if g.get(k) != v}
         assert not diff, f"{where}, row {w['id']}: (read, expected) {diff}"
 

@@ -127,3 +127,15 @@ def test_positions() -> None:
 
 def test_decoder_is_hashable_value() -> None:
     assert Decoder("plain", "int") == Decoder("plain", "int")
+
+
+def test_types_hudi_stores_alike_are_no_change() -> None:
+    """Hudi keeps SMALLINT and TINYINT as INT (Avro): a later process reads INT back, and the
+    source's unchanged int16 column must not be called a narrowing (issue 40, item 1)."""
+    for incoming in ("smallint", "tinyint", "short", "byte"):
+        r = resolve("n", "int", incoming)
+        assert (r.target, r.error, r.narrowing, r.promoted) == ("int", None, False, False), incoming
+    assert resolve("n", "smallint", "tinyint").error is None
+    assert resolve("n", "smallint", "int").promoted  # a real widening stays one
+    assert resolve("n", "bigint", "smallint").narrowing  # and so does a real narrowing
+    assert merge_batch_types("n", "int", ["smallint", "smallint"], keep_wider=False).target == "int"

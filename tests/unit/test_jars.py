@@ -32,3 +32,14 @@ def test_pom_declares_each_coordinate_with_every_exclusion() -> None:
     assert [(d.findtext("m:groupId", namespaces=ns), d.findtext("m:version", namespaces=ns)) for d in deps] == [("g", "1"), ("h", "2")]
     for d in deps:
         assert [e.findtext("m:artifactId", namespaces=ns) for e in d.findall("m:exclusions/m:exclusion", ns)] == ["*", "z"]
+
+
+def test_the_cache_is_in_the_checkout_or_the_users_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README's `.cache/jars` of the checkout (not inside the `framework` package); an installed
+    package (site-packages has no pyproject.toml beside `framework/`) caches in the home folder."""
+    monkeypatch.delenv("LAKE_JAR_CACHE", raising=False)
+    assert jars.cache_dir() == Path(__file__).resolve().parents[2] / ".cache" / "jars"
+    assert jars.default_cache_dir(tmp_path) == Path.home() / ".cache" / "lake" / "jars"
+    (tmp_path / "framework").mkdir()
+    (tmp_path / "pyproject.toml").write_text("")
+    assert jars.default_cache_dir(tmp_path) == tmp_path / ".cache" / "jars"

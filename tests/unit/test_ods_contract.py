@@ -55,3 +55,8 @@ def test_a_stored_table_must_fit_its_contract() -> None:
     rows = [_row(None, "1"), _row(_schema({"id": {"type": "int64"}}), "2")]
     cols = contracted_columns(TABLE, rows, {"id": "bigint", "note": "string"}, None, "f.yaml")
     assert set(cols.rejected) == {"", "h2"} and not cols.versions
+
+
+def test_a_declared_smallint_reads_back_as_int_and_still_fits() -> None:
+    t = OdsTable(source="db.t", key=["id"], contract="enforced", columns={"id": "int", "n": "smallint", "b": "tinyint"})
+    assert stored_problem(t, {"id": "int", "n": "int", "b": "int"}, "f.yaml") is None
