@@ -229,6 +229,7 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     from framework.runtime import jvm
 
     jvm.note_session(logs, conf.get("spark.driver.memory", ""))  # what a dead driver's message names
+    _python_side_to_log(logs / "python.log")
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
@@ -292,6 +293,28 @@ def check_file_system(spark: SparkSession, where: Location) -> None:
             fix=(f"add the jar of Hadoop's {where.scheme}:// file system to `spark.conf` (spark.jars or "
                  "spark.jars.packages) in lake.yaml; outside EMR, write s3a:// for S3 (lake adds hadoop-aws)"),
         ) from None
+
+
+def _python_side_to_log(path: Path) -> None:
+    """py4j and pyspark report a lost driver on the terminal with stack traces (py4j logs
+    "Exception while sending command" through the root logger, which prints to stderr when it has
+    no handler; pyspark's accumulator server prints socketserver's traceback): into a file, so the
+    terminal shows lake's own message (framework/runtime/jvm.py). A root logger that already has
+    handlers (pytest's, an embedding application's) is left alone."""
+    import logging
+
+    root = logging.getLogger()
+    if not root.handlers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    from pyspark import accumulators
+
+    def handle_error(server: Any, request: Any, client_address: Any) -> None:
+        logging.getLogger("pyspark.accumulators").warning("accumulator update from %s failed", client_address, exc_info=True)
+
+    accumulators.AccumulatorServer.handle_error = handle_error  # type: ignore[assignment,method-assign]
 
 
 def _jvm_stdio_to_log(spark: SparkSession, path: Path) -> None:
