@@ -7,7 +7,6 @@ built once, shared by the tests in order."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
