@@ -159,10 +159,11 @@ class ModelCheckpoint(CommitRecord):
     hidden: str | None = None
     counts_unknown: str | None = None
     shape: str | None = None  # the query's output columns and the rest, hashed (fingerprint.shape): forward-only changes
+    note: str | None = None  # why a command asked for this build, e.g. "repair after verify: 3 keys differed"
 
     def to_meta(self) -> dict[str, str]:
         out = {"ckpt": json.dumps(dict(self.checkpoint), sort_keys=True)}
-        for k in ("fingerprint", "metadata", "strategy", "mode", "hidden", "counts_unknown", "shape"):
+        for k in ("fingerprint", "metadata", "strategy", "mode", "hidden", "counts_unknown", "shape", "note"):
             v = getattr(self, k)
             if v is not None:
                 out[k] = v
@@ -175,7 +176,7 @@ class ModelCheckpoint(CommitRecord):
             return None
         return cls(checkpoint=json.loads(meta["ckpt"]), fingerprint=meta.get("fingerprint"), metadata=meta.get("metadata"),
                    strategy=meta.get("strategy"), mode=meta.get("mode"), hidden=meta.get("hidden"),
-                   counts_unknown=meta.get("counts_unknown"), shape=meta.get("shape"))
+                   counts_unknown=meta.get("counts_unknown"), shape=meta.get("shape"), note=meta.get("note"))
 
 
 class QuarantineMark(CommitRecord):

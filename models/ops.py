@@ -15,8 +15,10 @@ from models.deploy import FIX_SEPARATOR
 # told when a later run shows an incident fixed. What then arrives is the incident's own alert
 # (same `event`, `subject`) again with `"status": "resolved"` instead of "firing" (Alertmanager's
 # convention; framework/observe/alerts.py).
-AlertEvent = Literal["build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "recovered"]
-ALERT_EVENTS: tuple[AlertEvent, ...] = ("build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "recovered")
+# `verify_failed`: `lake verify` found a model's table unequal to a full build of it (or could not build it).
+AlertEvent = Literal["build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "verify_failed", "recovered"]
+ALERT_EVENTS: tuple[AlertEvent, ...] = ("build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "verify_failed",
+                                        "recovered")
 
 
 def _http_url(v: str, example: str) -> str:

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.verify import ModelVerify
+
 
 class CheckOutcome(BaseModel):
     """One quality check's verdict, compact (the full result is in the quality store)."""
@@ -189,7 +191,7 @@ class Incident(BaseModel):
 
 
 class RunRecord(BaseModel):
-    """One `lake ingest` or `lake build` run, stored under <warehouse>/_lake/runs/."""
+    """One `lake ingest`, `lake build`, `lake verify`, ... run, stored under <warehouse>/_lake/runs/."""
 
     run_id: str
     command: str
@@ -211,6 +213,7 @@ class RunRecord(BaseModel):
     # Per model built: per upstream, the commits completed after the checkpoint the model's table holds.
     checkpoint_lag: dict[str, dict[str, int]] = Field(default_factory=dict)
     deliveries: list[Delivery] = Field(default_factory=list)  # alerts sent, alerts and lineage events that failed
+    verified: list[ModelVerify] = Field(default_factory=list)  # `lake verify`: each model compared with a full build
 
 
 class LockHolder(BaseModel):

@@ -22,6 +22,7 @@ from framework.cli.modeltest import test_cmd
 from framework.cli.runs import runs as runs_group
 from framework.cli.schedule import schedule as schedule_cmd
 from framework.cli.support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
+from framework.cli.verify import verify_cmd
 from framework.commands.common import parse_seconds
 from framework.errors import LakeError
 
@@ -310,6 +311,7 @@ def lineage(obj: Ctx, column: str, fmt: str) -> None:
 
 main.add_command(build_cmd)
 main.add_command(plan_cmd)
+main.add_command(verify_cmd)
 main.add_command(test_cmd)
 main.add_command(schedule_cmd)
 main.add_command(runs_group)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from models.ops import AlertsConfig
 from models.records import Incident, ModelResult, RunRecord
+from models.verify import VERIFY_MODES
 
 _GATE_ERRORS = ("QualityGateError", "BatchBlocked")
 _LOST = re.compile(r"holds the lock (\S+)")  # LockLostError: "... no longer safely holds the lock table-x (where): why"
@@ -15,7 +16,7 @@ _LOST = re.compile(r"holds the lock (\S+)")  # LockLostError: "... no longer saf
 
 @dataclass(frozen=True)
 class Problem:
-    event: str  # build_failed | ingest_failed | gate_blocked | freshness | dead_letter | lock_lost
+    event: str  # build_failed | ingest_failed | gate_blocked | freshness | dead_letter | lock_lost | verify_failed
     subject: str  # the model, ODS table or lock
     reason: str
     fix: str
@@ -66,6 +67,17 @@ def _dead(table: str, n: int, threshold: int, reasons: str | None = None) -> Pro
                    f"`lake dead-letter list{where}` shows them and why; fix the cause, then `lake dead-letter replay{where}`")
 
 
+def _verify(rec: RunRecord) -> list[Problem]:
+    """`lake verify`: each model whose table is not what a full build gives, or that it could not build."""
+    out = []
+    for v in rec.verified:
+        if v.status in ("differs", "failed"):
+            fix = (f"`lake runs show {rec.run_id}` has the differing keys; `lake verify {v.model} --repair` rebuilds it in full"
+                   if v.status == "differs" else f"`lake runs show {rec.run_id}` has the error; `lake build {v.model}` rebuilds it in full")
+            out.append(Problem("verify_failed", v.model, f"{v.model}: {v.reason}", fix))
+    return out
+
+
 def _failure(rec: RunRecord) -> Problem | None:
     """The run's own error, when no model or table result already names it."""
     if rec.status != "failed" or rec.error_type is None or rec.error_type in _GATE_ERRORS:
@@ -83,6 +95,7 @@ def problems(rec: RunRecord, cfg: AlertsConfig) -> list[Problem]:
     """Every problem the finished run shows, of the events `cfg.events` alerts on."""
     found = [p for r in rec.models if (p := _model(r, rec.run_id))]
     found += _ingest(rec, cfg.dead_letter_threshold)
+    found += _verify(rec)
     for f in rec.sources.values():
         if f.status == "error":
             age = "nothing ingested yet" if f.age_s is None else f"its newest source event is {f.age_s:.0f} s old"
@@ -100,7 +113,7 @@ def resolves(rec: RunRecord, inc: Incident, cfg: AlertsConfig) -> bool:
     """Whether the finished run shows the open incident fixed (it must have looked at the
     subject: a run that did not build the model or ingest the table says nothing about it)."""
     ev, subject = inc.event, inc.subject
-    models = {r.model: r for r in rec.models}
+    models = {r.model: r for r in rec.models if r.mode not in VERIFY_MODES}  # a verified model was not built
     totals = {t.table: t for t in rec.ingest.totals().values()} if rec.ingest is not None else {}
     if ev in ("build_failed", "gate_blocked") and subject in models:
         return models[subject].mode not in ("failed", "skipped")
@@ -117,6 +130,8 @@ def resolves(rec: RunRecord, inc: Incident, cfg: AlertsConfig) -> bool:
             unrouted = rec.ingest.dead_letter - sum(t.dead_letter for t in totals.values())
             return rec.ingest.events > 0 and unrouted <= cfg.dead_letter_threshold
         return subject in totals and totals[subject].dead_letter <= cfg.dead_letter_threshold
+    if ev == "verify_failed":
+        return any(v.model == subject and v.status == "equal" for v in rec.verified)
     if ev == "lock_lost":
         return rec.status == "ok"
     return False

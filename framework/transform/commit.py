@@ -191,7 +191,7 @@ class Committer:
         # are unknown; later commits carry the instant forward (holders.py).
         unknown = holders.THIS if a.strategy == "aggregate" and p.mode in ("full", "recompute", "restate") else p.counts
         record = ModelCheckpoint(checkpoint=dict(p.end), fingerprint=m.fingerprint, metadata=m.metadata_fingerprint,
-                                 strategy=a.strategy, mode=p.mode, counts_unknown=unknown, shape=m.shape)
+                                 strategy=a.strategy, mode=p.mode, counts_unknown=unknown, shape=m.shape, note=p.note)
         if moved is not None:
             companion = kinds.hidden(self.layout, self.defaults, m.name)
             record = record.model_copy(update={"hidden": hidden.write(self.spark, companion, *moved, p.hidden, p.counts)})

@@ -4,9 +4,10 @@ commits through one Committer; the result is the model's ModelResult, quality ou
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from framework.errors import LakeError
 from framework.project.config import Project
@@ -72,10 +73,19 @@ class Evaluator:
         sized = m.upstreams if needs_sizes(m, self.limits) else ()
         state = read_state(self.spark, self.layout, m.upstreams, [m.name], sized, self.project.externals)
         try:
-            return plan_model(m, self.analyses.of(m), state, incremental, self.limits, self.options.allow_full,
-                              self.options.forward_only)
+            p = plan_model(m, self.analyses.of(m), state, incremental, self.limits, self.options.allow_full,
+                           self.options.forward_only)
         except PlanError as e:
             raise LakeError(str(e), fix=e.fix) from e
+        note = self.options.note
+        return p if note is None or p.mode == "noop" else replace(p, note=note, reason=f"{p.reason}; {note}")
+
+    def rows_as_of(self, m: Model, upstream: Mapping[str, str]) -> DataFrame:
+        """Every row of `m` as a full build gives it from its upstreams as of `upstream` (completion
+        times; an external table's version), lazily, nothing written (`lake verify`): the rows a
+        full build would commit, before its quality gate, with an aggregate's state columns."""
+        p = ModelPlan(m, self.analyses.of(m), "full", "as of recorded instants", end=dict(upstream))
+        return strategies.full.rows(self.ctx, p)
 
     def run(self, p: ModelPlan) -> ModelResult:
         """Build one plan; then the model's history, when it keeps one, takes what its table committed."""

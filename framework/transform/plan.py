@@ -83,6 +83,7 @@ class ModelPlan:
     refused: str | None = None  # why an `incremental: strict` model may not build this way (strict.py)
     window: RestateRange | None = None  # mode "restate": the partition values to recompute (strategies/restate.py)
     forward: tuple[str, ...] = ()  # columns a forward-only change adds (`--forward-only`): built from now on
+    note: str | None = None  # why a command asked for this build (BuildOptions.note): recorded in the commit
 
 
 class PlanError(ValueError):

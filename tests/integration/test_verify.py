@@ -1,0 +1,126 @@
+"""`lake verify` (issue 44): a model's table against a full build of it from its upstreams as of
+the instants its last commit recorded. Built incrementally over a few ODS batches, every model is
+equal; a row changed in a model's Hudi table by plain Spark (not through lake) is found, exactly
+that key and column, alerted, and `--repair` puts it right through the build path. One project,
+built once, shared by the tests in order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from pyspark.sql import functions as F
+
+from framework.cli.main import main
+from framework.runtime import history
+from framework.table import kinds, timeline
+from framework.table.lake_table import ProjectDefaults
+from framework.transform.loader import load_models
+from framework.transform.runner import build
+from tests.helpers import LakeProject, UsersSource
+
+MODELS = {
+    "dwd/users_rw.sql": "select id, city, score * 2 as score2 from ods.users where score >= 0",  # rowwise
+    "dwd/users_rw.yaml": "key: [id]\n",
+    "dws/city_agg.sql": "select city, count(*) as n, sum(score) as total, avg(score) as mean from ods.users group by city",  # aggregate
+    "dws/rw_city.sql": "select city, count(*) as n from dwd.users_rw group by city",  # reads the rowwise model
+}
+NAMES = ["dwd.users_rw", "dws.city_agg", "dws.rw_city"]
+
+
+@pytest.fixture(scope="module")
+def lp(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> LakeProject:
+    """Three ODS batches (inserts, updates, a delete, a row leaving the filter), each followed by an
+    incremental build; alerts go to a file through a command target."""
+    root = tmp_path_factory.mktemp("verify")
+    alerts = root / "alerts.jsonl"
+    lp = LakeProject(root, "tables:\n  - {source: shop.users, key: [id]}\n",
+                     f"alerts:\n  targets: [{{kind: command, command: [sh, -c, 'cat >> {alerts}; echo >> {alerts}']}}]\n")
+    lp.add_models(MODELS)
+    src = UsersSource()
+    batches = [
+        [src.put(i, ["bj", "sh", "gz"][i % 3], i * 10) for i in range(1, 13)],
+        [src.put(2, "sh", 5), src.put(4, "bj", -1), src.delete(7), src.put(20, "sz", 3)],
+        [src.put(3, "sz", 8), src.delete(20), src.put(4, "bj", 40), src.put(21, "gz", 1)],
+    ]
+    for events in batches:
+        lp.write_cdc(events)
+        lp.ingest(spark)
+        results = build(spark, lp.project, NAMES, [], incremental=True)
+        assert all(r.mode != "failed" for r in results), results
+    modes = {r.model: r.mode for r in results}
+    assert modes["dwd.users_rw"] == modes["dws.city_agg"] == "incremental", modes  # the last build was incremental
+    return lp
+
+
+def lake(lp: LakeProject, *args: str) -> Result:
+    return CliRunner().invoke(main, ["--project", str(lp.root), *args], catch_exceptions=False, env={"COLUMNS": "200"})
+
+
+def verified(r: Result) -> dict[str, dict[str, Any]]:
+    return {v["model"]: v for v in json.loads(r.output)}
+
+
+def test_incremental_builds_verify_equal(lp: LakeProject) -> None:
+    r = lake(lp, "verify", *NAMES, "--json")
+    assert r.exit_code == 0, r.output
+    out = verified(r)
+    assert {m: v["status"] for m, v in out.items()} == dict.fromkeys(NAMES, "equal")
+    agg = out["dws.city_agg"]
+    assert agg["table_rows"] == agg["full_rows"] == 4 and agg["sampled"] is None  # bj sh gz sz
+    assert agg["upstream"]["ods.users"] == timeline.completed(lp.layout.table("ods.users"))[-1].completed
+    rec = history.runs(lp.layout, 1)[0]
+    assert rec.command == "verify" and rec.status == "ok" and [v.model for v in rec.verified] == NAMES
+
+
+def test_drift_is_found_alerted_and_repaired(lp: LakeProject, spark: Any) -> None:
+    _inject(spark, lp, "dwd.users_rw", key=5, score2=999)
+    r = lake(lp, "verify", "dwd.users_rw", "dws.city_agg", "--json")
+    assert r.exit_code == 1, r.output
+    rw = verified(r)["dwd.users_rw"]
+    assert (rw["status"], rw["missing"], rw["extra"], rw["changed"], rw["columns"]) == ("differs", 0, 0, 1, {"score2": 1})
+    (s,) = rw["samples"]
+    assert s["key"] == {"id": 5} and s["table"]["score2"] == 999 and s["full"]["score2"] == 100
+    assert verified(r)["dws.city_agg"]["status"] == "equal"
+    alerts = [json.loads(line) for line in (lp.root / "alerts.jsonl").read_text().splitlines() if line.strip()]
+    assert [(a["event"], a["subject"], a["status"]) for a in alerts] == [("verify_failed", "dwd.users_rw", "firing")]
+    assert "1 changed" in alerts[0]["reason"] and "score2" in alerts[0]["reason"]
+
+    fixed = lake(lp, "verify", "dwd.users_rw", "--repair", "--json")
+    assert fixed.exit_code == 1, fixed.output  # it differed; the run says so and repaired it
+    out = verified(fixed)
+    assert out["dwd.users_rw"]["repaired"] is True
+    assert out["dws.rw_city"]["status"] == "equal"  # its reader, verified after it
+    last = timeline.last_commit(lp.layout.table("dwd.users_rw"))
+    assert last is not None and last.lake["note"] == "repair after verify: 1 keys differed"
+    rows = {r["id"]: r["score2"] for r in spark.read.format("hudi").load(str(lp.layout.table("dwd.users_rw"))).collect()}
+    assert rows[5] == 100
+    again = lake(lp, "verify", "dwd.users_rw", "--json")
+    assert again.exit_code == 0 and verified(again)["dwd.users_rw"]["status"] == "equal", again.output
+    shown = lake(lp, "runs")
+    assert "verify" in shown.output and "verified" in shown.output
+
+
+def test_sample_compares_part_of_the_keys(lp: LakeProject) -> None:
+    r = lake(lp, "verify", "dwd.users_rw", "--sample", "50%", "--json")
+    assert r.exit_code == 0, r.output
+    v = verified(r)["dwd.users_rw"]
+    assert v["status"] == "equal" and v["sampled"] == 0.5
+    assert 0 < v["table_rows"] < 12  # 12 users pass the filter; about half are compared
+    text = lake(lp, "verify", "dwd.users_rw", "--sample", "50%")
+    assert "50.00% sample of keys" in text.output
+    bad = lake(lp, "verify", "dwd.users_rw", "--sample", "0%")
+    assert bad.exit_code == 1 and "outside (0%, 100%]" in bad.output
+
+
+def _inject(spark: Any, lp: LakeProject, model: str, key: int, score2: int) -> None:
+    """Upsert one changed row straight into the model's Hudi table with plain Spark (no lake)."""
+    path = str(lp.layout.table(model))
+    # The table's own Hudi settings (record key, key generator, table name), so Hudi takes the write;
+    # no lake commit metadata, no gate, no checkpoint: a foreign writer.
+    options = kinds.model(lp.layout, ProjectDefaults.of(lp.project), model, load_models(lp.project)[model].config).options("upsert")
+    row = spark.read.format("hudi").load(path).where(F.col("id") == key)
+    row = row.select(*[c for c in row.columns if not c.startswith("_hoodie_")]).withColumn("score2", F.lit(score2).cast(dict(row.dtypes)["score2"]))
+    row.write.format("hudi").options(**options).mode("append").save(path)
