@@ -252,25 +252,33 @@ def run_ingest(
     query = writer_stream.queryName(f"lake_ods_{sid[:8]}").start()
     exc = _await(query, stop_event or threading.Event(), continuous)
     summary.finished_at = datetime.now(timezone.utc)
-    if failure:
-        summary.status, summary.error = "failed", str(failure[0])
-        err = failure[0]
-        if isinstance(err, BatchBlocked):
-            err.summary = summary
-        if isinstance(err, LakeError):
-            raise err
-        died = jvm.explain(err)
-        if died is not None:
-            raise died from err
-        raise IngestFailed(f"ingest failed in a micro-batch: {err}", fix="rerun with --debug for the stack trace; committed tables are consistent and the batch is retried on the next run") from err
-    if exc is not None:
-        summary.status, summary.error = "failed", str(exc)
-        died = jvm.explain(exc)
-        if died is not None:
-            raise died from exc
-        raise IngestFailed(f"the streaming query failed: {str(exc).splitlines()[0]}", fix="see warehouse/_lake/logs/spark.log; rerun with --debug")
+    if failure or exc is not None:
+        raise _failed(summary, failure[0] if failure else None, exc)
     summary.status = "ok"
     return summary
+
+
+def _failed(summary: IngestSummary, err: BaseException | None, exc: BaseException | None) -> LakeError:
+    """The error a failed ingest raises: a micro-batch's own (`err`) or the streaming query's
+    (`exc`), said as what happened when the driver JVM died (framework/runtime/jvm.py)."""
+    summary.status, summary.error = "failed", str(err if err is not None else exc)
+    if isinstance(err, BatchBlocked):
+        err.summary = summary
+    if isinstance(err, LakeError):
+        return err
+    cause = err if err is not None else exc
+    assert cause is not None
+    died = jvm.explain(cause)
+    if died is not None:
+        died.__cause__ = cause
+        return died
+    if err is not None:
+        out = IngestFailed(f"ingest failed in a micro-batch: {err}",
+                           fix="rerun with --debug for the stack trace; committed tables are consistent and the batch is retried on the next run")
+    else:
+        out = IngestFailed(f"the streaming query failed: {str(exc).splitlines()[0]}", fix="see warehouse/_lake/logs/spark.log; rerun with --debug")
+    out.__cause__ = cause
+    return out
 
 
 def _batch_handler(spark: SparkSession, source: Source, writer: OdsBatchWriter, summary: IngestSummary,
