@@ -62,6 +62,7 @@ def handle_errors(fn: F) -> F:
         except LakeError as e:
             if debug:
                 traceback.print_exc()
+            _again_without_a_broken_archive(e)
             err_console.print(Text.assemble(("Error:", "bold red"), " " + str(e)), highlight=False)
             sys.exit(1)
         except click.exceptions.Exit:
@@ -76,6 +77,7 @@ def handle_errors(fn: F) -> F:
 
             died = explain(e)  # the driver JVM ran out of memory, was killed or crashed: say so, not "Internal error"
             if died is not None:
+                _again_without_a_broken_archive(died)
                 err_console.print(Text.assemble(("Error:", "bold red"), " " + str(died)), highlight=False)
                 sys.exit(1)
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -87,6 +89,28 @@ def handle_errors(fn: F) -> F:
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+RETRIED = "LAKE_CDS_RETRIED"
+
+
+def _again_without_a_broken_archive(e: BaseException) -> None:
+    """A command that failed on a broken class-data-sharing archive (framework/runtime/cds.py,
+    removed by then) runs once more in this process's place: lake's commits are atomic, so the
+    rerun completes what the first left. Only once (`LAKE_CDS_RETRIED`)."""
+    import os
+
+    archive = getattr(e, "archive", None)
+    command = sys.argv[0] if sys.argv else ""
+    as_cli = os.path.basename(command) == "lake" or command.endswith(os.path.join("framework", "cli", "__main__.py"))
+    if archive is None or os.environ.get(RETRIED) or not as_cli:  # in-process (tests, an embedding app): no exec
+        return
+    err_console.print(f"note: the JVM's class-data-sharing archive {archive} failed (JDK-8327499) and was removed; running the "
+                      "command again without it", markup=False, highlight=False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.environ[RETRIED] = "1"
+    os.execv(sys.executable, [sys.executable, "-m", "framework.cli", *sys.argv[1:]])
 
 
 def say(console: Console, text: str) -> None:

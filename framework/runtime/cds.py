@@ -23,6 +23,13 @@ How lake uses it (local masters only; a cluster's or a submitter's JVMs are thei
 - CDS's own log lines are off: they would land on stdout, where `--format json` writes.
 
 `LAKE_CDS=0` turns it off.
+
+JDK 17's dynamic archives regenerate the method-handle holder classes, and can store an invoker
+whose linker does not exist (JDK-8327499, fixed in JDK 23): a run that needs it fails with
+`InternalError: NoSuchMethodException: no such method: java.lang.invoke.MethodHandle.linkToStatic(...)`
+(seen once in the suite, in Structured Streaming's progress reporter). `defect` recognises it;
+the CLI then removes the archive (`discard`) and runs the command once more without it
+(framework/cli/support.py): lake's commits are atomic, so a rerun completes what the first left.
 """
 
 from __future__ import annotations
@@ -103,6 +110,24 @@ def archive_for(class_path: list[str], heap: str) -> Path:
     return folder() / f"{key(class_path, heap)}.jsa"
 
 
+_in_use: list[Path] = []  # the archive this process's driver maps
+
+
+def defect(text: str) -> bool:
+    """Whether a failure's text is the JDK's dynamic-archive defect (module docstring)."""
+    return "java.lang.invoke.MethodHandle.linkTo" in text and "NoSuchMethod" in text
+
+
+def discard() -> Path | None:
+    """Remove the archive this process's driver mapped (a new one is made by the next warm-up)."""
+    if not _in_use:
+        return None
+    archive = _in_use[-1]
+    with contextlib.suppress(OSError):
+        archive.unlink()
+    return archive
+
+
 def options(class_path: list[str], heap: str, conf: dict[str, str]) -> tuple[str, ...]:
     """The JVM options that map this configuration's archive; () when off or when there is none yet
     (then a background warm-up of `conf` writes it, unless one is already running)."""
@@ -115,6 +140,7 @@ def options(class_path: list[str], heap: str, conf: dict[str, str]) -> tuple[str
     if archive.is_file() and archive.stat().st_size > 0:
         with contextlib.suppress(OSError):
             os.utime(archive)  # newest by use: kept by the sweep
+        _in_use.append(archive)
         return (f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", *QUIET)
     start_warmup(archive, conf)
     return ()

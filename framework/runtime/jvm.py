@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.errors import LakeError
+from framework.runtime import cds
 
 # Spark's SparkExitCode.OOM: its uncaught-exception handler exits the JVM with it on an OutOfMemoryError.
 OOM_EXIT = 52
@@ -45,11 +46,13 @@ def note_session(log_dir: Path, driver_memory: str) -> None:
 
 
 class JvmFailure(LakeError):
-    """The driver JVM ran out of memory, was killed or crashed; `dead`: its process is gone."""
+    """The driver JVM ran out of memory, was killed or crashed; `dead`: its process is gone (or
+    cannot go on); `archive`: the class-data-sharing archive that broke it, removed."""
 
-    def __init__(self, message: str, *, fix: str, dead: bool) -> None:
+    def __init__(self, message: str, *, fix: str, dead: bool, archive: Path | None = None) -> None:
         super().__init__(message, fix=fix)
         self.dead = dead
+        self.archive = archive
 
 
 def _chain(e: BaseException) -> Iterator[BaseException]:
@@ -118,6 +121,13 @@ def explain(e: BaseException) -> JvmFailure | None:
     crashing; None for any other error."""
     chain = list(_chain(e))
     texts = [_text(x) for x in chain]
+    if any(cds.defect(t) for t in texts):
+        archive = cds.discard()
+        if archive is not None:
+            return JvmFailure(f"the driver JVM's class-data-sharing archive {archive} cannot link a method handle this run "
+                              f"needed (a JDK 17 defect, JDK-8327499); it was removed; {NOTHING_LOST}",
+                              fix="run the command again (it starts without the archive, and a new one is made)", dead=True,
+                              archive=archive)
     lost = any(s in t for t in texts for s in _LOST)
     py4j = lost or any(type(x).__module__.startswith("py4j") for x in chain)
     oom = next((m for m in (_OOM.search(t) for t in texts) if m), None)

@@ -28,3 +28,23 @@ def test_an_out_of_memory_error_anywhere_in_the_chain_names_the_heap_setting() -
 
 def test_other_errors_are_not_the_jvms() -> None:
     assert jvm.explain(_chained("table not found", "no such file")) is None
+
+
+def test_the_jdk_dynamic_archive_defect_removes_the_archive_in_use(tmp_path: jvm.Path) -> None:
+    """JDK-8327499: a dynamic CDS archive can hold a method-handle invoker whose linker does not
+    exist; the run fails with this InternalError. The archive this process mapped is removed, and
+    the failure says so (the CLI then runs the command once more: framework/cli/support.py)."""
+    from framework.runtime import cds
+
+    archive = tmp_path / "abc.jsa"
+    archive.write_bytes(b"x")
+    cds._in_use.append(archive)
+    try:
+        text = ("the streaming query failed: java.lang.InternalError: java.lang.NoSuchMethodException: no such method: "
+                "java.lang.invoke.MethodHandle.linkToStatic(Object,Object,double,double,Object,MemberName)Object/invokeStatic")
+        failure = jvm.explain(RuntimeError(text))
+        assert failure is not None and failure.dead and failure.archive == archive
+        assert not archive.exists() and "JDK-8327499" in failure.message and "run the command again" in (failure.fix or "")
+    finally:
+        cds._in_use.remove(archive)
+    assert jvm.explain(RuntimeError(text)) is None  # no archive in use: not lake's to handle
