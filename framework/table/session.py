@@ -299,16 +299,21 @@ def _python_side_to_log(path: Path) -> None:
     """py4j and pyspark report a lost driver on the terminal with stack traces (py4j logs
     "Exception while sending command" through the root logger, which prints to stderr when it has
     no handler; pyspark's accumulator server prints socketserver's traceback): into a file, so the
-    terminal shows lake's own message (framework/runtime/jvm.py). A root logger that already has
-    handlers (pytest's, an embedding application's) is left alone."""
+    terminal shows lake's own message (framework/runtime/jvm.py). lake's own loggers (`framework.*`)
+    still print their warnings on stderr. A root logger that already has handlers (pytest's, an
+    embedding application's) is left alone."""
     import logging
 
     root = logging.getLogger()
     if not root.handlers:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
+        ours = logging.StreamHandler(sys.stderr)  # lake's own warnings stay on the terminal, as before
+        ours.addFilter(lambda r: r.name.startswith("framework"))
+        theirs = logging.FileHandler(path, encoding="utf-8", delay=True)
+        theirs.addFilter(lambda r: not r.name.startswith("framework"))
+        theirs.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(ours)
+        root.addHandler(theirs)
     from pyspark import accumulators
 
     def handle_error(server: Any, request: Any, client_address: Any) -> None:
