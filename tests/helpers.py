@@ -25,6 +25,17 @@ def ods_config_issues(tmp_path: Path, tables: str, lake: str = "name: demo\n") -
     return []
 
 
+def small_project(root: Path, files: dict[str, str]) -> Path:
+    """A project at `root` (lake.yaml on local[1]) with `files` under layers/ ({"dws/x.sql": "..."})."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "lake.yaml").write_text("name: t\nwarehouse: wh\nspark: {master: 'local[1]'}\n")
+    for rel, text in files.items():
+        p = root / "layers" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    return root
+
+
 def fixture_lines(path: Path) -> list[str]:
     """Message lines of a fixture file; Paimon files open with a license comment, skipped as
     ../shared/fixtures/README.md says ("skip lines that are not JSON")."""

@@ -5,7 +5,6 @@ empty warehouse). Oracles: the YAML and CSV files each test writes, and `lake in
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -18,6 +17,7 @@ from framework.site.catalog import collect, dag_status
 from framework.site.docs import render
 from framework.transform.dag import build_graph
 from framework.transform.loader import load_models
+from tests.helpers import small_project
 
 FILES = {
     "ods/t.yaml": """
@@ -48,12 +48,7 @@ FILES = {
 
 
 def _project(root: Path) -> Path:
-    (root / "lake.yaml").write_text("name: t\nwarehouse: wh\nspark: {master: 'local[1]'}\n")
-    for rel, text in FILES.items():
-        p = root / "layers" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    return root
+    return small_project(root, FILES)
 
 
 def test_every_node_kind_has_a_page_saying_what_it_is(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ framework/transform/external.py promises."""
 from __future__ import annotations
 
 import os
-import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,17 +35,11 @@ from framework.transform.state import read_state
 from framework.transform.strategy import Analysis
 from models.commit_meta import ModelCheckpoint
 from models.external_config import ExternalConfig
+from tests.helpers import small_project
 
 
 def _project(root: Path, files: dict[str, str]) -> Path:
-    (root / "layers" / "ods").mkdir(parents=True)
-    (root / "lake.yaml").write_text("name: t\nwarehouse: wh\nspark: {master: 'local[1]'}\n")
-    (root / "layers" / "ods" / "t.yaml").write_text("tables:\n  - {source: db.orders, key: [id]}\n")
-    for rel, text in files.items():
-        p = root / "layers" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    return root
+    return small_project(root, {"ods/t.yaml": "tables:\n  - {source: db.orders, key: [id]}\n", **files})
 
 
 def _issues(root: Path) -> str:
