@@ -249,7 +249,15 @@ def test_lake_schedule_catches_up_and_serves_metrics(tmp_path: Path, policy: str
         schedules:
           - {{name: hourly, cron: '0 * * * *', what: build, catchup: {policy}}}
         """))
-    remember(root / "wh" / "_lake", "hourly", datetime.now(timezone.utc) - timedelta(hours=3, minutes=1))
+    # Three missed fire times whatever the clock says: the last run half past the hour, three hours
+    # back (now - 3h01m counted four when the test ran in an hour's first minute). Not within
+    # 20 s of the next hour, so the scheduler starts in the hour the count was made for.
+    now = datetime.now(timezone.utc)
+    if now.minute == 59 and now.second >= 40:
+        time.sleep(61 - now.second)
+        now = datetime.now(timezone.utc)
+    hour = now.replace(minute=0, second=0, microsecond=0)
+    remember(root / "wh" / "_lake", "hourly", hour - timedelta(hours=3) + timedelta(minutes=30))
     proc = subprocess.Popen([sys.executable, "-m", "framework.cli", "--project", str(root), "schedule"], stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "COLUMNS": "250"})
     try:
