@@ -10,6 +10,7 @@ from framework.commands.test import BuildTests, stopped_models
 from framework.errors import LakeError
 from framework.observe.observer import Observer
 from framework.project.config import Project
+from framework.runtime import preload
 from framework.runtime.history import settle_models
 from framework.runtime.lock import table_lock
 from framework.runtime.paths import Layout
@@ -43,6 +44,8 @@ def run_build(*, project: Project, selection: Selection, incremental: bool, lock
         if unchanged is not None:  # every model is up to date: said from the timeline files, no JVM
             return _unchanged(project, unchanged, argv, tests.kept, on_start, on_result, on_tests)
         tests.before_spark()
+        if any(selection.models[n].config.checks for n in selection.chosen if n in selection.models):
+            preload.start([preload.QUALITY])  # imported while the JVM starts (framework/runtime/preload.py)
         spark = spark_session(project)
         obs = Observer(project)
         with recorded(project, "build", argv, obs) as rec:

@@ -15,6 +15,7 @@ from framework.errors import LakeError
 from framework.project.config import Project
 from framework.quality import freshness, store
 from framework.quality.checks import evaluate
+from framework.runtime import preload
 from framework.runtime.paths import Layout
 from framework.table import hudi
 from framework.transform.dag import build_graph, select
@@ -86,6 +87,8 @@ def run_check(*, project: Project, selectors: list[str], argv: Sequence[str]) ->
     if not chosen and not sources:
         raise LakeError("no selected model or ODS table declares `checks:` or `freshness:`",
                         fix="add `checks:` to a model's YAML or an ODS table, or `freshness:` to an ODS table (docs/concepts/quality.md), or widen the selection")
+    if chosen:
+        preload.start([preload.QUALITY])  # imported while the JVM starts (framework/runtime/preload.py)
     spark = spark_session(project) if chosen else None
     ensure_storage(project)
     with recorded(project, "check", argv) as rec:

@@ -10,6 +10,7 @@ from framework.ods.bootstrap import BootstrapResult, run_bootstrap
 from framework.ods.ingest import checkpoint_name, run_ingest
 from framework.project.config import Project
 from framework.quality.ods_gate import BatchBlocked
+from framework.runtime import preload
 from framework.runtime.lock import ingest_lock, table_lock
 from framework.table.session import spark_session
 from models.records import BatchResult, IngestSummary, LockHolder
@@ -24,6 +25,8 @@ def run_ingest_command(*, project: Project, continuous: bool, tables: list[str] 
     writes = only or [t.table_name for t in project.ods_tables]
     names = [ingest_lock(checkpoint_name(only)), *(table_lock(f"ods.{t}") for t in writes)]
     with locked(project, names, lock_timeout, argv, on_stale):
+        if any(t.checks for t in project.ods_tables if t.table_name in writes):
+            preload.start([preload.QUALITY])  # imported while the JVM starts (framework/runtime/preload.py)
         spark = spark_session(project)
         with recorded(project, "ingest", argv) as rec:
             try:

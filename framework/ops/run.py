@@ -11,6 +11,7 @@ from framework.observe.observer import Observer, exposing
 from framework.ods.ingest import checkpoint_name
 from framework.ops.continuous import run_continuous
 from framework.project.config import Project
+from framework.runtime import preload
 from framework.runtime.lock import ingest_lock, table_lock
 from framework.table.session import spark_session
 from framework.transform.runner import Selection
@@ -27,6 +28,8 @@ def run_run(*, project: Project, selection: Selection, cycles: int | None, trigg
     names = [ingest_lock(checkpoint_name(None)), *(table_lock(t.qualified_name) for t in project.ods_tables),
              *(table_lock(n) for n in selection.chosen)]
     with locked(project, names, lock_timeout, argv, on_stale):
+        if any(t.checks for t in project.ods_tables) or any(selection.models[n].config.checks for n in selection.chosen if n in selection.models):
+            preload.start([preload.QUALITY])  # imported while the JVM starts (framework/runtime/preload.py)
         spark = spark_session(project)
         exposed = exposing(project, say or (lambda _text: None)) if continuous else contextlib.nullcontext(Observer(project))
         with exposed as observer:
