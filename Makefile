@@ -5,9 +5,14 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install chromium mariadb postgres jars demo demo-kafka demo-cdc kafka-broker submit-archive test unit lint docs bench clean
+.PHONY: install bytecode chromium mariadb postgres jars demo demo-kafka demo-cdc kafka-broker submit-archive test unit lint docs bench clean
 
-install: $(STAMP) jars chromium mariadb postgres
+install: $(STAMP) jars chromium mariadb postgres bytecode
+
+# lake's own modules compiled once (a `lake` process imports ~200 of them; with
+# PYTHONDONTWRITEBYTECODE set, as in many CI images, each process would compile them again).
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q framework models >/dev/null
 
 # Headless Chromium renders `lake report` in the report test (Debian's package). Installed when
 # missing and running as root; otherwise that test fails under `make test` and skips under plain
