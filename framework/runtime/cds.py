@@ -47,7 +47,10 @@ from framework.runtime.history import process_alive
 from framework.runtime.jars import cache_dir, java_executable
 
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
-KEEP = 4  # archives kept (newest by use); each is ~160 MB
+# Archives kept (newest by use); each is ~160 MB. One per heap size and jar set in use: the test
+# suite alone uses six (4g, 512m and 2g heaps; with and without the S3 jars), and an evicted archive
+# costs a ~30 s warm-up and cold starts until it is back.
+KEEP = 8
 STALE_LOCK_SECONDS = 600  # a warm-up takes ~30 s; a lock this old is a leftover
 JVM_KEYS = ("spark.master", "spark.jars", "spark.driver.extraClassPath", "spark.driver.extraJavaOptions", "spark.driver.memory",
             "spark.serializer", "spark.kryo.registrator", "spark.sql.extensions", "spark.sql.catalog.spark_catalog",
