@@ -48,7 +48,7 @@ from framework.runtime.jars import cache_dir, java_executable
 
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 # Archives kept (newest by use); each is ~160 MB. One per heap size and jar set in use: the test
-# suite alone uses six (4g, 512m and 2g heaps; with and without the S3 jars), and an evicted archive
+# suite alone used five (4g, 512m and 2g heaps; with and without the S3 jars), and an evicted archive
 # costs a ~30 s warm-up and cold starts until it is back.
 KEEP = 8
 STALE_LOCK_SECONDS = 600  # a warm-up takes ~30 s; a lock this old is a leftover
