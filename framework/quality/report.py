@@ -10,6 +10,7 @@ mistaken for data.
 from __future__ import annotations
 
 import html
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -104,7 +105,31 @@ def _run_section(run: RunRecord) -> str:
         )
         parts.append("<h2>Models</h2><table><tr><th>model</th><th>mode</th><th>strategy</th><th>written</th><th>deleted</th>"
                      f"<th>quarantined</th><th>seconds</th><th>freshness s (event → commit)</th><th>checks</th><th>reason</th></tr>{rows}</table>")
+    if run.verified:
+        parts.append(_verify_section(run))
     return "".join(parts)
+
+
+def _verify_section(run: RunRecord) -> str:
+    """`lake verify`'s results: per model, the table against a full build as of its checkpoint, and
+    a few differing keys with both rows."""
+    rows, samples = [], []
+    for v in run.verified:
+        cls = {"equal": "pass", "differs": "fail", "failed": "fail"}.get(v.status, "warn")
+        cols = ", ".join(f"{c} ({n})" for c, n in sorted(v.columns.items()))
+        status = f'<span class="{cls}">{v.status}</span>' + (" · repaired" if v.repaired else "")
+        sampled = f"{v.sampled:.2%} of keys" if v.sampled is not None else "all keys"
+        rows.append(f"<tr><td>{html.escape(v.model)}</td><td>{status}</td>"
+                    f"{_cells([sampled, v.table_rows, v.full_rows, v.missing, v.extra, v.changed, cols, round(v.seconds, 1), v.reason])}</tr>")
+        for s in v.samples:
+            samples.append(f"<tr>{_cells([v.model, json.dumps(s.key, default=str), json.dumps(s.table, default=str), json.dumps(s.full, default=str)])}</tr>")
+    out = ("<h2>Verified against a full build</h2><table><tr><th>model</th><th>status</th><th>compared</th><th>table rows</th>"
+           "<th>full-build rows</th><th>missing</th><th>extra</th><th>changed</th><th>columns that differ (keys)</th><th>seconds</th>"
+           f"<th>reason</th></tr>{''.join(rows)}</table>")
+    if samples:
+        out += ("<h3>Sample keys that differ</h3><table><tr><th>model</th><th>key</th><th>table row</th><th>full-build row</th></tr>"
+                f"{''.join(samples)}</table>")
+    return out
 
 
 def _check_summary(checks: list[Any]) -> str:
@@ -167,6 +192,11 @@ def run_summary(run: RunRecord) -> str:
             modes[m.mode] = modes.get(m.mode, 0) + 1
         rows = sum(m.rows_written for m in run.models)
         parts.append(", ".join(f"{n} {k}" for k, n in sorted(modes.items())) + f"; {rows} rows written")
+    if run.verified:
+        tally: dict[str, int] = {}
+        for v in run.verified:
+            tally[v.status] = tally.get(v.status, 0) + 1
+        parts.append("verified: " + ", ".join(f"{n} {k}" for k, n in sorted(tally.items())))
     if run.freshness:
         worst = max(f.oldest_event_lag_s for f in run.freshness.values())
         parts.append(f"freshness ≤ {worst:.0f} s")
