@@ -1,8 +1,10 @@
 """`lake verify` (issue 44): a model's table against a full build of it from its upstreams as of
 the instants its last commit recorded. Built incrementally over a few ODS batches, every model is
-equal; a row changed in a model's Hudi table by plain Spark (not through lake) is found, exactly
-that key and column, alerted, and `--repair` puts it right through the build path. One project,
-built once, shared by the tests in order."""
+equal (row-wise, aggregate with MIN/MAX under deletes on merge-on-read, a history model and a model
+reading its history table, a join with a seed); a row changed in a model's Hudi table by plain
+Spark (not through lake; a log file of the merge-on-read table) is found, exactly that key and
+column, alerted, and `--repair` puts it right through the build path. One project, built once,
+shared by the tests in order."""
 
 from __future__ import annotations
 
@@ -26,8 +28,19 @@ MODELS = {
     "dwd/users_rw.yaml": "key: [id]\n",
     "dws/city_agg.sql": "select city, count(*) as n, sum(score) as total, avg(score) as mean from ods.users group by city",  # aggregate
     "dws/rw_city.sql": "select city, count(*) as n from dwd.users_rw group by city",  # reads the rowwise model
+    # MIN/MAX under deletes, on merge-on-read (log files the snapshot and time-travel reads merge)
+    "dws/city_range.sql": "select city, count(*) as n, min(score) as lo, max(score) as hi from ods.users group by city",
+    "dws/city_range.yaml": "type: mor\n",
+    # a history model (verified on its current rows) and a model reading its history table
+    "dwd/users_hist.sql": "select id, city from ods.users",
+    "dwd/users_hist.yaml": "key: [id]\nhistory: true\n",
+    "dws/moves.sql": "select id, count(*) as versions from dwd.users_hist_history group by id",
+    # a join with a seed (a rescan)
+    "seed/regions.csv": "city,region\nbj,north\nsh,east\ngz,south\nsz,south\n",
+    "dwd/user_region.sql": "select u.id, r.region from ods.users u join seed.regions r on u.city = r.city",
+    "dwd/user_region.yaml": "key: [id]\n",
 }
-NAMES = ["dwd.users_rw", "dws.city_agg", "dws.rw_city"]
+NAMES = ["dwd.users_rw", "dws.city_agg", "dws.rw_city", "dws.city_range", "dwd.users_hist", "dws.moves", "dwd.user_region"]
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +61,11 @@ def lp(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> LakeProject:
     for events in batches:
         lp.write_cdc(events)
         lp.ingest(spark)
-        results = build(spark, lp.project, NAMES, [], incremental=True)
+        results = build(spark, lp.project, ["seed.regions", *NAMES], [], incremental=True)
         assert all(r.mode != "failed" for r in results), results
     modes = {r.model: r.mode for r in results}
-    assert modes["dwd.users_rw"] == modes["dws.city_agg"] == "incremental", modes  # the last build was incremental
+    # the last build was incremental
+    assert {modes[m] for m in ("dwd.users_rw", "dws.city_agg", "dws.city_range", "dwd.users_hist")} == {"incremental"}, modes
     return lp
 
 
@@ -72,21 +86,27 @@ def test_incremental_builds_verify_equal(lp: LakeProject) -> None:
     assert agg["table_rows"] == agg["full_rows"] == 4 and agg["sampled"] is None  # bj sh gz sz
     assert agg["upstream"]["ods.users"] == timeline.completed(lp.layout.table("ods.users"))[-1].completed
     rec = history.runs(lp.layout, 1)[0]
-    assert rec.command == "verify" and rec.status == "ok" and [v.model for v in rec.verified] == NAMES
+    assert rec.command == "verify" and rec.status == "ok" and sorted(v.model for v in rec.verified) == sorted(NAMES)
+    seed = verified(lake(lp, "verify", "seed.regions", "--json"))["seed.regions"]
+    assert seed["status"] == "skipped", seed  # a seed is its file: nothing to build it from
 
 
 def test_drift_is_found_alerted_and_repaired(lp: LakeProject, spark: Any) -> None:
-    _inject(spark, lp, "dwd.users_rw", key=5, score2=999)
-    r = lake(lp, "verify", "dwd.users_rw", "dws.city_agg", "--json")
+    _inject(spark, lp, "dwd.users_rw", "id", 5, "score2", 999)
+    _inject(spark, lp, "dws.city_range", "city", "gz", "hi", 1000)  # a log file of the merge-on-read table
+    r = lake(lp, "verify", "dwd.users_rw", "dws.city_agg", "dws.city_range", "--json")
     assert r.exit_code == 1, r.output
     rw = verified(r)["dwd.users_rw"]
     assert (rw["status"], rw["missing"], rw["extra"], rw["changed"], rw["columns"]) == ("differs", 0, 0, 1, {"score2": 1})
     (s,) = rw["samples"]
     assert s["key"] == {"id": 5} and s["table"]["score2"] == 999 and s["full"]["score2"] == 100
     assert verified(r)["dws.city_agg"]["status"] == "equal"
+    mor = verified(r)["dws.city_range"]
+    assert (mor["status"], mor["changed"], mor["columns"], mor["samples"][0]["key"]) == ("differs", 1, {"hi": 1}, {"city": "gz"}), mor
     alerts = [json.loads(line) for line in (lp.root / "alerts.jsonl").read_text().splitlines() if line.strip()]
-    assert [(a["event"], a["subject"], a["status"]) for a in alerts] == [("verify_failed", "dwd.users_rw", "firing")]
-    assert "1 changed" in alerts[0]["reason"] and "score2" in alerts[0]["reason"]
+    assert sorted((a["event"], a["subject"], a["status"]) for a in alerts) == [("verify_failed", "dwd.users_rw", "firing"),
+                                                                              ("verify_failed", "dws.city_range", "firing")]
+    assert "1 changed" in alerts[0]["reason"] and ("score2" in alerts[0]["reason"] or "hi" in alerts[0]["reason"])
 
     fixed = lake(lp, "verify", "dwd.users_rw", "--repair", "--json")
     assert fixed.exit_code == 1, fixed.output  # it differed; the run says so and repaired it
@@ -99,6 +119,9 @@ def test_drift_is_found_alerted_and_repaired(lp: LakeProject, spark: Any) -> Non
     assert rows[5] == 100
     again = lake(lp, "verify", "dwd.users_rw", "--json")
     assert again.exit_code == 0 and verified(again)["dwd.users_rw"]["status"] == "equal", again.output
+    mor_fixed = lake(lp, "verify", "dws.city_range", "--repair", "--json")
+    assert verified(mor_fixed)["dws.city_range"]["repaired"] is True, mor_fixed.output
+    assert lake(lp, "verify", "dws.city_range").exit_code == 0
     shown = lake(lp, "runs")
     assert "verify" in shown.output and "verified" in shown.output
 
@@ -115,12 +138,12 @@ def test_sample_compares_part_of_the_keys(lp: LakeProject) -> None:
     assert bad.exit_code == 1 and "outside (0%, 100%]" in bad.output
 
 
-def _inject(spark: Any, lp: LakeProject, model: str, key: int, score2: int) -> None:
+def _inject(spark: Any, lp: LakeProject, model: str, key_column: str, key: Any, column: str, value: int) -> None:
     """Upsert one changed row straight into the model's Hudi table with plain Spark (no lake)."""
     path = str(lp.layout.table(model))
     # The table's own Hudi settings (record key, key generator, table name), so Hudi takes the write;
     # no lake commit metadata, no gate, no checkpoint: a foreign writer.
     options = kinds.model(lp.layout, ProjectDefaults.of(lp.project), model, load_models(lp.project)[model].config).options("upsert")
-    row = spark.read.format("hudi").load(path).where(F.col("id") == key)
-    row = row.select(*[c for c in row.columns if not c.startswith("_hoodie_")]).withColumn("score2", F.lit(score2).cast(dict(row.dtypes)["score2"]))
+    row = spark.read.format("hudi").load(path).where(F.col(key_column) == key)
+    row = row.select(*[c for c in row.columns if not c.startswith("_hoodie_")]).withColumn(column, F.lit(value).cast(dict(row.dtypes)[column]))
     row.write.format("hudi").options(**options).mode("append").save(path)
