@@ -1,7 +1,7 @@
 """`lake verify` (issue 44): a model's table against a full build of it from its upstreams as of
 the instants its last commit recorded. Built incrementally over a few ODS batches, every model is
 equal (row-wise, aggregate with MIN/MAX under deletes on merge-on-read, a history model and a model
-reading its history table, a join with a seed); a row changed in a model's Hudi table by plain
+reading its history table, a join with a seed, a join with an external Parquet folder); a row changed in a model's Hudi table by plain
 Spark (not through lake; a log file of the merge-on-read table) is found, exactly that key and
 column, alerted, and `--repair` puts it right through the build path. One project, built once,
 shared by the tests in order."""
@@ -39,8 +39,16 @@ MODELS = {
     "seed/regions.csv": "city,region\nbj,north\nsh,east\ngz,south\nsz,south\n",
     "dwd/user_region.sql": "select u.id, r.region from ods.users u join seed.regions r on u.city = r.city",
     "dwd/user_region.yaml": "key: [id]\n",
+    # an external Parquet folder written by plain Spark (not lake)
+    "external/tiers.yaml": "path: ext/tiers\nformat: parquet\ncolumns: {city: string, tier: int}\n",
+    "dwd/user_tier.sql": "select u.id, t.tier from ods.users u join external.tiers t on u.city = t.city",
+    "dwd/user_tier.yaml": "key: [id]\n",
 }
-NAMES = ["dwd.users_rw", "dws.city_agg", "dws.rw_city", "dws.city_range", "dwd.users_hist", "dws.moves", "dwd.user_region"]
+NAMES = ["dwd.users_rw", "dws.city_agg", "dws.rw_city", "dws.city_range", "dwd.users_hist", "dws.moves", "dwd.user_region", "dwd.user_tier"]
+
+
+def _write_tiers(spark: Any, lp: LakeProject, rows: list[tuple[str, int]]) -> None:
+    spark.createDataFrame(rows, "city string, tier int").coalesce(1).write.mode("overwrite").parquet(str(lp.root / "ext" / "tiers"))
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +60,7 @@ def lp(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> LakeProject:
     lp = LakeProject(root, "tables:\n  - {source: shop.users, key: [id]}\n",
                      f"alerts:\n  targets: [{{kind: command, command: [sh, -c, 'cat >> {alerts}; echo >> {alerts}']}}]\n")
     lp.add_models(MODELS)
+    _write_tiers(spark, lp, [("bj", 1), ("sh", 1), ("gz", 2), ("sz", 3)])
     src = UsersSource()
     batches = [
         [src.put(i, ["bj", "sh", "gz"][i % 3], i * 10) for i in range(1, 13)],
@@ -124,6 +133,17 @@ def test_drift_is_found_alerted_and_repaired(lp: LakeProject, spark: Any) -> Non
     assert lake(lp, "verify", "dws.city_range").exit_code == 0
     shown = lake(lp, "runs")
     assert "verify" in shown.output and "verified" in shown.output
+
+
+def test_an_external_folder_that_changed_since_the_build_is_not_compared(lp: LakeProject, spark: Any) -> None:
+    """A Parquet folder has no past to read: once its files changed, a full build as of the
+    checkpoint cannot be made, and verify says so instead of reporting drift that is not there."""
+    _write_tiers(spark, lp, [("bj", 9), ("sh", 9), ("gz", 9), ("sz", 9)])
+    r = lake(lp, "verify", "dwd.user_tier", "dwd.user_region", "--json")
+    out = verified(r)
+    assert out["dwd.user_region"]["status"] == "equal", out
+    tier = out["dwd.user_tier"]
+    assert tier["status"] == "skipped" and "external.tiers changed since its last build" in tier["reason"], tier
 
 
 def test_sample_compares_part_of_the_keys(lp: LakeProject) -> None:
