@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from framework.errors import ConfigError, ConfigIssue
 from framework.project.checks import parse_checks
 from framework.project.externals import EXTERNAL_LAYER, ExternalTable, external_files
-from framework.project.targets import Request, read_yaml, redact, requested
+from framework.project.targets import Request, inline_passwords, read_yaml, redact, requested
 from framework.project.types import normalize
 from framework.runtime.location import Location
 from models.config import (
@@ -338,18 +338,6 @@ def _load_externals(root: Path) -> tuple[dict[str, ExternalTable], list[ConfigIs
     return out, issues
 
 
-def _inline_passwords(cfg: LakeConfig, secrets: dict[str, str]) -> list[ConfigIssue]:
-    """`reconcile.sources.*.password` written into lake.yaml instead of taken from `${VAR}`."""
-    assert cfg.reconcile is not None
-    out = []
-    for name, src in cfg.reconcile.sources.items():
-        if src.password and src.password not in secrets:
-            var = f"{name.upper()}_DB_PASSWORD"
-            out.append(ConfigIssue("lake.yaml", None, f"reconcile.sources.{name}.password", "a password written into the file",
-                                   f"write `password: ${{{var}}}` and export {var}=... where lake runs"))
-    return out
-
-
 def load_project(root: Path | str, target: str | None = None) -> Project:
     """Load and validate a whole project; raise one ConfigError listing every problem. `target`:
     the `targets:` entry to apply (else LAKE_TARGET's, else `default_target:`, else none)."""
@@ -396,7 +384,7 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
     externals, found = _load_externals(root)
     issues += found
     if cfg is not None and cfg.reconcile is not None:
-        issues += _inline_passwords(cfg, secrets)
+        issues += inline_passwords(cfg.reconcile.sources, secrets)
     if issues:
         raise ConfigError(issues)
     assert cfg is not None
