@@ -5,11 +5,11 @@ one ODS commit each way, as `lake ingest` writes them.
 Ordering stays exact: the rows get the `_seq` of the database's log position taken *before* they
 were read (after any `ordering:` prefix, as a bootstrap's rows do), so any event the database
 writes after the read is newer and wins over the repair, and an event already read is older and
-loses to it. On PostgreSQL the position sits in the change-LSN slot of `_seq`, below the commit
-order that ranks every streamed event: a repair there never wins over a streamed event, older or
-newer. A delete gets the same position after the stored row's own ordering prefix, so it wins over
-that row and never over a later re-insert, and its tombstone keeps a late older event from
-resurrecting the key (framework/ods/tombstones.py)."""
+loses to it; where that position does not rank above the stored row, just above the stored row's
+own `_seq` (`_above`). On PostgreSQL the position sits in the change-LSN slot of `_seq`, below the
+commit order that ranks every streamed event, so a repair there wins over the stored row and over
+no later event. A delete is ranked the same way, so it wins over the stored row and never over a
+later re-insert, and its tombstone keeps a late older event from resurrecting the key (framework/ods/tombstones.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from framework.ods import decode as D
+from framework.ods.batch import META_COLUMNS
 from framework.ods.position import parse_position, seq_at
 from framework.project.config import Project
 from framework.reconcile.canonical import ColumnSpec
@@ -92,13 +93,16 @@ def repair(spark: SparkSession, project: Project, t: OdsTable, target: SourceTar
         out = data.select("*", F.lit("r").alias("_op"), F.lit(None).cast("timestamp").alias("_event_ts"),
                           F.concat(prefix, F.lit(seq)).alias("_seq"), F.lit(now).alias("_ingested_at"), F.lit(False).alias("_deleted"),
                           F.lit(f"reconcile:{run_id}").alias("_source"))
+        before = stored.select(*[F.col(f"`{k}`") for k in t.key], F.col("_seq").alias("_lake_stored"))
+        out = out.join(before, list(t.key), "left").withColumn("_seq", _above(F.col("_seq"), F.col("_lake_stored")))
+        out = out.select(*[F.col(f"`{f.name}`") for f in data_cols], *[F.col(c) for c in META_COLUMNS])
         _commit(project, t, _partitioned(t, out), f"{len(rows)} key(s) read from the source at {position}")
         written += len(rows)
     if extra:
         gone = stored.where(_key_filter([k.name for k in r.key], cols, extra, cfg.float_digits))
         width = sum(D.ordering_width(dict(stored.dtypes)[c]) for c in t.ordering)
         deletes = gone.select(*[F.col(f"`{f.name}`") for f in data_cols], F.lit("d").alias("_op"), F.lit(None).cast("timestamp").alias("_event_ts"),
-                              F.concat(F.substring(F.col("_seq"), 1, width), F.lit(seq)).alias("_seq"), F.lit(now).alias("_ingested_at"),
+                              _above(F.concat(F.substring(F.col("_seq"), 1, width), F.lit(seq)), F.col("_seq")).alias("_seq"), F.lit(now).alias("_ingested_at"),
                               F.lit(True).alias("_deleted"), F.lit(f"reconcile:{run_id}").alias("_source"),
                               *([F.col(f"`{t.partition_by.derived_name}`")] if t.partition_by else [])).persist()
         try:
@@ -113,6 +117,15 @@ def repair(spark: SparkSession, project: Project, t: OdsTable, target: SourceTar
         finally:
             deletes.unpersist()
     return written
+
+
+def _above(at_position: Column, stored: Column) -> Column:
+    """The repair's `_seq`: its source position's, or just above the stored row's `_seq` when that
+    is greater (`<stored>1` is greater than the stored row and smaller than every later event,
+    whose `_seq` is greater at some digit). On MariaDB/MySQL the binlog position read before the
+    rows is the greater; on PostgreSQL it sits below every streamed event (the commit-order slot is
+    empty), so a repair there overtakes the stored row and nothing newer."""
+    return F.greatest(at_position, F.concat(stored, F.lit("1")))
 
 
 def _prefix(t: OdsTable, data: DataFrame) -> Column:

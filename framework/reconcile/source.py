@@ -65,10 +65,7 @@ class SourceTable:
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         cur = self.conn.cursor()
         try:
-            if self.settings.dialect == "postgres":
-                cur.execute(sql, tuple(params) if params else None)
-            else:
-                cur.execute(sql, tuple(params))  # always formatted: '%%' in the SQL is '%'
+            cur.execute(sql, tuple(params))  # always formatted: '%%' in the SQL is '%'
             return [tuple(r) for r in cur.fetchall()] if cur.description else []
         finally:
             cur.close()
