@@ -114,12 +114,12 @@ class OdsSide:
         return self._rows(self._in(self._df, lo, hi))
 
     def keyed(self, keys: Sequence[Key]) -> dict[Key, Row]:
-        """The rows of these keys in the table as it is now."""
+        """The rows of these keys in the table as it is now. The key filter goes on the fresh
+        read itself: a plan equal to the cached projection's would be answered from the cache
+        (Spark matches cached plans by their result), with the rows as they were."""
         if not keys:
             return {}
-        fresh = self._project(self.table.read(self.spark))
-        names = [c.name for c in self.cols]
         cond = reduce(lambda a, b: a | b, [
-            reduce(lambda x, y: x & y, [F.col(f"_t{names.index(k.name)}").eqNullSafe(F.lit(v)) for k, v in zip(self.r.key, key, strict=True)])
+            reduce(lambda x, y: x & y, [text(k, self.digits).eqNullSafe(F.lit(v)) for k, v in zip(self.r.key, key, strict=True)])
             for key in keys])
-        return self._rows(fresh.where(cond))
+        return self._rows(self._project(self.table.read(self.spark).where(cond)))

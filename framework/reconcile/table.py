@@ -86,6 +86,7 @@ def reconcile_table(spark: SparkSession, project: Project, t: OdsTable, target: 
         try:
             lo, hi = _range(src, ods, r)
             found = bisect(source, ods, lo, hi, segments=cfg.segments, fetch_below=cfg.fetch_below)
+            ods.close()  # the re-reads below read the table afresh
             first = compare_rows(cols, found.source, found.ods, float_digits=cfg.float_digits, placeholder=placeholder)
             settled = settle(source, ods, cols, first, found.source, found.ods, settle_seconds=cfg.settle_seconds,
                              timeout=cfg.timeout_seconds, float_digits=cfg.float_digits, placeholder=placeholder)
