@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from framework.reconcile.canonical import NULL_MARK, SEPARATOR, ColumnSpec
 from framework.reconcile.rows import Key, Row, Sums
 from framework.reconcile.sql import Ranged
+from framework.table import timeline
 from framework.table.lake_table import LakeTable
 
 
@@ -79,7 +80,13 @@ class OdsSide:
 
     def __init__(self, spark: SparkSession, table: LakeTable, r: Ranged, cols: Sequence[ColumnSpec], float_digits: int) -> None:
         self.spark, self.table, self.r, self.cols, self.digits = spark, table, r, tuple(cols), float_digits
-        self._df = self._project(table.read(spark)).persist(StorageLevel.MEMORY_AND_DISK)
+        self._df = self._project(self._latest()).persist(StorageLevel.MEMORY_AND_DISK)
+
+    def _latest(self) -> DataFrame:
+        """The table as of its latest completed commit, found in the timeline now: a plain
+        snapshot read in a process that read the table before may see it as it was then."""
+        done = timeline.completed(self.table.location)
+        return self.table.read(self.spark, done[-1].completed if done else None)
 
     def _project(self, df: DataFrame) -> DataFrame:
         texts = [text(c, self.digits, raw_float=True).alias(f"_t{i}") for i, c in enumerate(self.cols)]
@@ -114,12 +121,10 @@ class OdsSide:
         return self._rows(self._in(self._df, lo, hi))
 
     def keyed(self, keys: Sequence[Key]) -> dict[Key, Row]:
-        """The rows of these keys in the table as it is now. The key filter goes on the fresh
-        read itself: a plan equal to the cached projection's would be answered from the cache
-        (Spark matches cached plans by their result), with the rows as they were."""
+        """The rows of these keys in the table as it is now (its latest commit, read afresh)."""
         if not keys:
             return {}
         cond = reduce(lambda a, b: a | b, [
             reduce(lambda x, y: x & y, [text(k, self.digits).eqNullSafe(F.lit(v)) for k, v in zip(self.r.key, key, strict=True)])
             for key in keys])
-        return self._rows(self._project(self.table.read(self.spark).where(cond)))
+        return self._rows(self._project(self._latest().where(cond)))

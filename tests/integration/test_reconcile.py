@@ -64,15 +64,15 @@ def _write(root: Path, files: dict[str, str]) -> None:
         (root / rel).write_text(text, encoding="utf-8")
 
 
-def _project(root: Path, servers: str, prefix: str, db: str, dialect: str, port: int, sources: list[str]) -> None:
-    tables = "".join(f"  - {{source: {s}, key: [{k}]}}\n" for s, k in sources)  # type: ignore[misc]
+def _project(root: Path, servers: str, prefix: str, db: str, dialect: str, port: int, user: str, sources: list[tuple[str, str]]) -> None:
+    tables = "".join(f"  - {{source: {s}, key: [{k}]}}\n" for s, k in sources)
     _write(root, {
         "lake.yaml": (
             f"name: recon\nwarehouse: warehouse\nspark: {{master: 'local[2]', conf: {{spark.sql.shuffle.partitions: '2'}}}}\n"
             f"ods:\n  source:\n    kind: kafka\n    bootstrap_servers: '{servers}'\n"
             f"    topic_pattern: '^(__debezium-heartbeat\\.)?{prefix}(\\..*)?$'\n    connect_timeout_seconds: 20\n"
             f"reconcile:\n  sources:\n    {db}:\n      dialect: {dialect}\n      host: 127.0.0.1\n      port: {port}\n"
-            "      user: ${RECON_DB_USER}\n      password: ${RECON_DB_PASSWORD}\n"
+            f"      user: {user}\n      password: ${{RECON_DB_PASSWORD}}\n"
             "  segments: 8\n  fetch_below: 16\n  settle_seconds: 2\n  timeout_seconds: 60\n"
         ),
         "layers/ods/recon.yaml": "tables:\n" + tables,
@@ -166,7 +166,6 @@ def test_reconcile_mariadb(tmp_path: Path, spark: Any, cdc_chain: Any, monkeypat
     from framework.demo.mariadb import PASSWORD, USER
 
     db, database, prefix = cdc_chain.db, "t_recon", "recon"
-    monkeypatch.setenv("RECON_DB_USER", USER)
     monkeypatch.setenv("RECON_DB_PASSWORD", PASSWORD)
     db.execute([f"CREATE DATABASE {database}"])
     db.execute(MARIADB_DDL, database)
@@ -175,7 +174,7 @@ def test_reconcile_mariadb(tmp_path: Path, spark: Any, cdc_chain: Any, monkeypat
         cur.executemany(f"INSERT INTO items VALUES ({', '.join(['%s'] * 13)})", [_items_row(i) for i in range(1, ROWS + 1)])
         cur.executemany("INSERT INTO tags VALUES (%s, %s, %s)", [(f"c{i % 17}", i, None if i % 9 == 0 else f"l{i}") for i in range(300)])
     conn.close()
-    _project(tmp_path, cdc_chain.broker.bootstrap_servers, prefix, database, "mariadb", db.port,
+    _project(tmp_path, cdc_chain.broker.bootstrap_servers, prefix, database, "mariadb", db.port, USER,
              [(f"{database}.items", "id"), (f"{database}.tags", "code, n")])
     with cdc_chain.connector(prefix, [database]) as connect:
         _ingest(spark, tmp_path, connect)
@@ -191,7 +190,7 @@ def test_reconcile_mariadb(tmp_path: Path, spark: Any, cdc_chain: Any, monkeypat
         # it): id 10 changed, id 20 deleted (ODS keeps it: extra), id 5000 inserted (missing).
         _hidden(db, database)
         # In ODS by plain Spark: id 30's price changed, id 40 deleted; a tag's label changed.
-        _break_ods(spark, tmp_path, "ods.items", "id = 30", {"price": "price + 1"})
+        _break_ods(spark, tmp_path, "ods.items", "id = 30", {"price": "CAST(price + 1 AS DECIMAL(12,4))"})
         _break_ods(spark, tmp_path, "ods.items", "id = 40", None)
         _break_ods(spark, tmp_path, "ods.tags", "code = 'c3' AND n = 3", {"label": "'broken'"})
 
@@ -256,7 +255,6 @@ def test_reconcile_postgres(tmp_path: Path, spark: Any, pg_chain: Any, monkeypat
     from framework.demo.postgres import DBNAME, PASSWORD, USER
 
     db, schema, prefix = pg_chain.db, "t_rpg", "rpg"
-    monkeypatch.setenv("RECON_DB_USER", USER)
     monkeypatch.setenv("RECON_DB_PASSWORD", PASSWORD)
     db.execute([f"CREATE SCHEMA {schema}", *[d.format(s=schema) for d in PG_DDL]])
     conn = db.connect()
@@ -266,7 +264,7 @@ def test_reconcile_postgres(tmp_path: Path, spark: Any, pg_chain: Any, monkeypat
         cur.executemany(f"INSERT INTO {schema}.tags VALUES (%s, %s, %s)", [(f"c{i % 17}", i, None if i % 9 == 0 else f"l{i}") for i in range(300)])
     finally:
         conn.close()
-    _project(tmp_path, pg_chain.broker.bootstrap_servers, prefix, DBNAME, "postgres", db.port,
+    _project(tmp_path, pg_chain.broker.bootstrap_servers, prefix, DBNAME, "postgres", db.port, USER,
              [(f"{DBNAME}.{schema}.items", "id"), (f"{DBNAME}.{schema}.tags", "code, n")])
     with pg_chain.connector(prefix, [schema]) as connect:
         # Updates that leave the TOASTed note alone: Debezium sends the placeholder, lake keeps the value.
