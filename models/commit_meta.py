@@ -92,6 +92,7 @@ class OdsCommit(CommitRecord):
     bootstrap_source: str | None = None
     bootstrap_watermark: str | None = None
     rewritten: str | None = None  # the columns a rewrite widened (framework/ods/rewrite.py)
+    repaired: str | None = None  # `lake reconcile --repair`: why, and the source position its rows were read at
 
     def to_meta(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -115,6 +116,8 @@ class OdsCommit(CommitRecord):
             out["bootstrap_watermark"] = self.bootstrap_watermark
         if self.rewritten is not None:
             out["ods_rewritten"] = self.rewritten
+        if self.repaired is not None:
+            out["ods_repaired"] = self.repaired
         return out
 
     @classmethod
@@ -128,6 +131,7 @@ class OdsCommit(CommitRecord):
             high_water=HighWater.model_validate_json(meta["ods_high_water"]) if meta.get("ods_high_water") else None,
             event_ts_max=num("ods_event_ts_max"), bootstrap_rows=num("bootstrap_rows"), bootstrap_source=meta.get("bootstrap_source"),
             bootstrap_watermark=meta.get("bootstrap_watermark"), rewritten=meta.get("ods_rewritten"),
+            repaired=meta.get("ods_repaired"),
         )
 
     def then(self, later: OdsCommit) -> OdsCommit:

@@ -21,6 +21,7 @@ from models.kafka_source import KafkaSourceConfig
 from models.layout import TableLayout
 from models.ops import AlertsConfig, LineageConfig, MetricsConfig
 from models.quality import CheckSpec
+from models.reconcile import ReconcileSettings
 from models.schedule import ScheduleConfig
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -148,6 +149,8 @@ class LakeConfig(StrictModel):
     metrics: MetricsConfig | None = Field(default=None, description="Prometheus metrics of `lake run --continuous` and `lake schedule`: "
                                           "a port and/or a node_exporter textfile.")
     lineage: LineageConfig | None = Field(default=None, description="OpenLineage run events of every ingest and build (http or file).")
+    reconcile: ReconcileSettings | None = Field(default=None, description="The source databases `lake reconcile` compares the ODS "
+                                                "tables with (models/reconcile.py).")
 
     @field_validator("hudi")
     @classmethod

@@ -16,9 +16,11 @@ from models.deploy import FIX_SEPARATOR
 # (same `event`, `subject`) again with `"status": "resolved"` instead of "firing" (Alertmanager's
 # convention; framework/observe/alerts.py).
 # `verify_failed`: `lake verify` found a model's table unequal to a full build of it (or could not build it).
-AlertEvent = Literal["build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "verify_failed", "recovered"]
+# `reconcile_failed`: `lake reconcile` found an ODS table unequal to its source table (or could not compare them).
+AlertEvent = Literal["build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "verify_failed",
+                     "reconcile_failed", "recovered"]
 ALERT_EVENTS: tuple[AlertEvent, ...] = ("build_failed", "ingest_failed", "gate_blocked", "freshness", "dead_letter", "lock_lost", "verify_failed",
-                                        "recovered")
+                                        "reconcile_failed", "recovered")
 
 
 def _http_url(v: str, example: str) -> str:

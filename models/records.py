@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.reconcile import TableReconcile
 from models.verify import ModelVerify
 
 
@@ -214,6 +215,7 @@ class RunRecord(BaseModel):
     checkpoint_lag: dict[str, dict[str, int]] = Field(default_factory=dict)
     deliveries: list[Delivery] = Field(default_factory=list)  # alerts sent, alerts and lineage events that failed
     verified: list[ModelVerify] = Field(default_factory=list)  # `lake verify`: each model compared with a full build
+    reconciled: list[TableReconcile] = Field(default_factory=list)  # `lake reconcile`: each ODS table compared with its database
 
 
 class LockHolder(BaseModel):

@@ -18,13 +18,16 @@ class ScheduleConfig(StrictModel):
     # A 6th field for seconds is for tests and demos; Airflow cannot take it.
     cron: str = Field(description="5-field crontab: minute hour day month day-of-week (0 or 7 = Sunday); a 6th field in front adds seconds.")
     timezone: str = Field(default="UTC", description="IANA time zone of the cron times, e.g. Europe/Berlin.")
-    what: Literal["ingest", "build", "run", "compact", "verify"] = Field(
-        description="`ingest` (ingest --once), `build`, `run` (ingest --once, then build), `compact` (lake compact) or `verify` (lake verify).")
-    select: list[str] = Field(default_factory=list, description="build, verify: model selectors; ingest: ODS tables (ods.user); compact: tables.")
+    what: Literal["ingest", "build", "run", "compact", "verify", "reconcile"] = Field(
+        description="`ingest` (ingest --once), `build`, `run` (ingest --once, then build), `compact` (lake compact), `verify` (lake verify) "
+                    "or `reconcile` (lake reconcile).")
+    select: list[str] = Field(default_factory=list, description="build, verify: model selectors; ingest, reconcile: ODS tables (ods.user); "
+                              "compact: tables.")
     exclude: list[str] = Field(default_factory=list, description="build, verify: selectors to leave out.")
     incremental: bool = Field(default=False, description="build: `--incremental`.")
     sample: str | None = Field(default=None, description="verify: `--sample`, e.g. `1%` of keys.")
-    repair: bool = Field(default=False, description="verify: `--repair` (rebuild a model that differs in full).")
+    repair: bool = Field(default=False, description="verify: `--repair` (rebuild a model that differs in full); reconcile: `--repair` "
+                         "(write the differing keys from the source).")
     lock_timeout: float | None = Field(default=None, ge=0, description="`--lock-timeout` of the commands (default: theirs, 30 s).")
     misfire_grace_seconds: int = Field(default=300, ge=1, description="A run delayed by at most this still starts.")
     catchup: Literal["latest", "all", "none"] = Field(
@@ -65,12 +68,14 @@ class ScheduleConfig(StrictModel):
     def _fits_what(self) -> ScheduleConfig:
         if self.what in ("ingest", "compact") and (self.exclude or self.incremental):
             raise ValueError(f"`exclude` and `incremental` apply to builds{FIX_SEPARATOR}remove them from an {self.what} schedule")
-        if self.what != "verify" and (self.sample is not None or self.repair):
+        if self.what not in ("verify", "reconcile") and (self.sample is not None or self.repair):
             raise ValueError(f"`sample` and `repair` apply to verify{FIX_SEPARATOR}remove them from a {self.what} schedule, or use what: verify")
-        if self.what == "verify" and self.incremental:
-            raise ValueError(f"`incremental` applies to builds{FIX_SEPARATOR}remove it from a verify schedule")
-        if self.what == "ingest":
+        if self.what == "reconcile" and (self.sample is not None or self.exclude):
+            raise ValueError(f"`sample` and `exclude` apply to verify and builds{FIX_SEPARATOR}remove them from a reconcile schedule")
+        if self.what in ("verify", "reconcile") and self.incremental:
+            raise ValueError(f"`incremental` applies to builds{FIX_SEPARATOR}remove it from a {self.what} schedule")
+        if self.what in ("ingest", "reconcile"):
             bad = [t for t in self.select if not t.startswith("ods.")]
             if bad:
-                raise ValueError(f"an ingest schedule selects ODS tables, not {bad[0]!r}{FIX_SEPARATOR}use e.g. select: [ods.user], or what: build")
+                raise ValueError(f"an {self.what} schedule selects ODS tables, not {bad[0]!r}{FIX_SEPARATOR}use e.g. select: [ods.user], or what: build")
         return self

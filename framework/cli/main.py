@@ -19,6 +19,7 @@ from framework.cli.env import diff as diff_command
 from framework.cli.env import env as env_group
 from framework.cli.freshness import freshness, print_freshness
 from framework.cli.modeltest import test_cmd
+from framework.cli.reconcile import reconcile_cmd
 from framework.cli.runs import runs as runs_group
 from framework.cli.schedule import schedule as schedule_cmd
 from framework.cli.support import LOCK_TIMEOUT, Ctx, err_console, handle_errors, say, stale
@@ -312,6 +313,7 @@ def lineage(obj: Ctx, column: str, fmt: str) -> None:
 main.add_command(build_cmd)
 main.add_command(plan_cmd)
 main.add_command(verify_cmd)
+main.add_command(reconcile_cmd)
 main.add_command(test_cmd)
 main.add_command(schedule_cmd)
 main.add_command(runs_group)

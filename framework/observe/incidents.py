@@ -16,7 +16,7 @@ _LOST = re.compile(r"holds the lock (\S+)")  # LockLostError: "... no longer saf
 
 @dataclass(frozen=True)
 class Problem:
-    event: str  # build_failed | ingest_failed | gate_blocked | freshness | dead_letter | lock_lost | verify_failed
+    event: str  # build_failed | ingest_failed | gate_blocked | freshness | dead_letter | lock_lost | verify_failed | reconcile_failed
     subject: str  # the model, ODS table or lock
     reason: str
     fix: str
@@ -78,6 +78,17 @@ def _verify(rec: RunRecord) -> list[Problem]:
     return out
 
 
+def _reconcile(rec: RunRecord) -> list[Problem]:
+    """`lake reconcile`: each ODS table not equal to its source table, or that it could not compare."""
+    out = []
+    for r in rec.reconciled:
+        if r.status in ("differs", "failed"):
+            fix = (f"`lake runs show {rec.run_id}` has the differing keys; `lake reconcile {r.table} --repair` writes them from the source"
+                   if r.status == "differs" else f"`lake runs show {rec.run_id}` has the error")
+            out.append(Problem("reconcile_failed", r.table, f"{r.table}: {r.reason}", fix))
+    return out
+
+
 def _failure(rec: RunRecord) -> Problem | None:
     """The run's own error, when no model or table result already names it."""
     if rec.status != "failed" or rec.error_type is None or rec.error_type in _GATE_ERRORS:
@@ -96,6 +107,7 @@ def problems(rec: RunRecord, cfg: AlertsConfig) -> list[Problem]:
     found = [p for r in rec.models if (p := _model(r, rec.run_id))]
     found += _ingest(rec, cfg.dead_letter_threshold)
     found += _verify(rec)
+    found += _reconcile(rec)
     for f in rec.sources.values():
         if f.status == "error":
             age = "nothing ingested yet" if f.age_s is None else f"its newest source event is {f.age_s:.0f} s old"
@@ -132,6 +144,8 @@ def resolves(rec: RunRecord, inc: Incident, cfg: AlertsConfig) -> bool:
         return subject in totals and totals[subject].dead_letter <= cfg.dead_letter_threshold
     if ev == "verify_failed":
         return any(v.model == subject and v.status == "equal" for v in rec.verified)
+    if ev == "reconcile_failed":
+        return any(r.table == subject and r.status == "equal" for r in rec.reconciled)
     if ev == "lock_lost":
         return rec.status == "ok"
     return False

@@ -54,6 +54,8 @@ def lake_commands(s: ScheduleConfig) -> list[list[str]]:
     if s.what == "verify":
         return [["verify", *s.select, *[a for e in s.exclude for a in ("--exclude", e)],
                  *(["--sample", s.sample] if s.sample else []), *(["--repair"] if s.repair else []), *lock]]
+    if s.what == "reconcile":
+        return [["reconcile", *s.select, *(["--repair"] if s.repair else []), *lock]]
     build = ["build", *s.select, *(["--incremental"] if s.incremental else [])]
     for e in s.exclude:
         build += ["--exclude", e]

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from framework.errors import ConfigError, ConfigIssue
 from framework.project.checks import parse_checks
 from framework.project.externals import EXTERNAL_LAYER, ExternalTable, external_files
-from framework.project.targets import Request, read_yaml, redact, requested
+from framework.project.targets import Request, inline_passwords, read_yaml, redact, requested
 from framework.project.types import normalize
 from framework.runtime.location import Location
 from models.config import (
@@ -383,6 +383,8 @@ def load_project(root: Path | str, target: str | None = None) -> Project:
                                       f"declared in {files[t.table_name + '_history']}", "give one of the two tables another `name:`"))
     externals, found = _load_externals(root)
     issues += found
+    if cfg is not None and cfg.reconcile is not None:
+        issues += inline_passwords(cfg.reconcile.sources, secrets)
     if issues:
         raise ConfigError(issues)
     assert cfg is not None

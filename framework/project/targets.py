@@ -19,11 +19,13 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import yaml
 
 from framework.errors import ConfigIssue
+from models.reconcile import SourceDatabase
 
 ENV_VAR = "LAKE_TARGET"
 # What a target may override; None: the whole subtree (new keys of those sections need no change here).
@@ -251,3 +253,15 @@ def _merge(base: yaml.Node, over: yaml.Node) -> yaml.Node:
 
 def _is_null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+
+
+def inline_passwords(sources: Mapping[str, SourceDatabase], secrets: Mapping[str, str]) -> list[ConfigIssue]:
+    """`reconcile.sources.*.password` of lake.yaml written into the file, not taken from `${VAR}`
+    (`secrets`: the values `${VAR}` expanded)."""
+    out = []
+    for name, src in sources.items():
+        if src.password and src.password not in secrets:
+            var = f"{name.upper()}_DB_PASSWORD"
+            out.append(ConfigIssue("lake.yaml", None, f"reconcile.sources.{name}.password", "a password written into the file",
+                                   f"write `password: ${{{var}}}` and export {var}=... where lake runs"))
+    return out

@@ -69,6 +69,7 @@ LAYERS = (
     "framework.table",  # the Hudi table: session, LakeTable, layouts, timeline, catalog
     "framework.quality",
     "framework.ods",
+    "framework.reconcile",  # ODS against the source database (lake reconcile): canonical text, checksums, bisection, repair
     "framework.transform",
     "framework.envs",
     "framework.modeltest",

@@ -1,0 +1,130 @@
+"""The ODS side of `lake reconcile`: the same canonical texts, hashes and range coordinates as
+the source's SQL (framework/reconcile/sql.py), as Spark expressions over the ODS table's live rows
+(an ODS table holds live rows only: a delete removes the row, its tombstone is kept apart).
+
+The projection (coordinate, texts, hash) is read once and cached for the bisection's levels;
+the re-reads of differing keys read the table afresh, to see what ingest committed since."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from framework.reconcile.canonical import NULL_MARK, SEPARATOR, ColumnSpec
+from framework.reconcile.rows import Key, Row, Sums
+from framework.reconcile.sql import Ranged
+from framework.table import timeline
+from framework.table.lake_table import LakeTable
+
+
+def text(c: ColumnSpec, float_digits: int, *, raw_float: bool = False) -> Column:
+    """One column's canonical text (canonical.py's rule for its kind); raw_float: a float's full
+    value (what fetched rows compare within the tolerance)."""
+    col = F.col(f"`{c.name}`")
+    k = c.kind
+    if k == "float" and raw_float:
+        return col.cast("double").cast("string")
+    if k == "int":
+        return col.cast("string")
+    if k == "bool":
+        return F.when(col, F.lit("1")).when(~col, F.lit("0"))
+    if k == "decimal":
+        return plain(col, c.scale)
+    if k == "float":
+        return plain(F.round(col.cast("double"), float_digits).cast(f"decimal(38,{float_digits})"), float_digits)
+    if k in ("string", "time"):
+        return col.cast("string")
+    if k == "date":
+        return F.date_format(col, "yyyy-MM-dd")
+    if k == "timestamp":
+        return F.unix_micros(col).cast("string")
+    return F.hex(col)
+
+
+def plain(d: Column, scale: int) -> Column:
+    """A decimal's plain text at `scale` ('-0.0500'), never the scientific form Spark's cast to
+    string gives small values at a large scale ('1E-10', '0E-10'): format_number formats the
+    exact BigDecimal in Locale.US, whose grouping commas go."""
+    return F.regexp_replace(F.format_number(d, scale), ",", "")
+
+
+def framed(t: Column) -> Column:
+    return F.when(t.isNull(), F.lit(NULL_MARK)).otherwise(F.concat(F.length(t).cast("string"), F.lit(":"), t))
+
+
+def row_text(cols: Sequence[ColumnSpec], float_digits: int) -> Column:
+    parts: list[Column] = []
+    for i, c in enumerate(cols):
+        if i:
+            parts.append(F.lit(SEPARATOR))
+        parts.append(framed(text(c, float_digits)))
+    return F.concat(*parts)
+
+
+def hash60(t: Column) -> Column:
+    return F.conv(F.substring(F.md5(t), 18, 15), 16, 10).cast("decimal(20,0)")
+
+
+def coordinate(r: Ranged, float_digits: int) -> Column:
+    if r.by_value:
+        return F.col(f"`{r.key[0].name}`").cast("bigint")
+    return F.conv(F.substring(F.md5(row_text(r.key, float_digits)), 1, 8), 16, 10).cast("bigint")
+
+
+class OdsSide:
+    """An ODS table as the bisection's `Side`."""
+
+    def __init__(self, spark: SparkSession, table: LakeTable, r: Ranged, cols: Sequence[ColumnSpec], float_digits: int) -> None:
+        self.spark, self.table, self.r, self.cols, self.digits = spark, table, r, tuple(cols), float_digits
+        self._df = self._project(self._latest()).persist(StorageLevel.MEMORY_AND_DISK)
+
+    def _latest(self) -> DataFrame:
+        """The table as of its latest completed commit, found in the timeline now: a plain
+        snapshot read in a process that read the table before may see it as it was then."""
+        done = timeline.completed(self.table.location)
+        return self.table.read(self.spark, done[-1].completed if done else None)
+
+    def _project(self, df: DataFrame) -> DataFrame:
+        texts = [text(c, self.digits, raw_float=True).alias(f"_t{i}") for i, c in enumerate(self.cols)]
+        return df.select(coordinate(self.r, self.digits).alias("_c"), *texts, hash60(row_text(self.cols, self.digits)).alias("_h"))
+
+    def close(self) -> None:
+        self._df.unpersist()
+
+    def bounds(self) -> tuple[int | None, int | None]:
+        r = self._df.agg(F.min("_c"), F.max("_c")).first()
+        assert r is not None
+        return r[0], r[1]
+
+    def _in(self, df: DataFrame, lo: int, hi: int) -> DataFrame:
+        return df.where((F.col("_c") >= F.lit(lo)) & (F.col("_c") < F.lit(hi)))
+
+    def checksums(self, lo: int, hi: int, width: int) -> Sums:
+        got = (self._in(self._df, lo, hi).groupBy(F.expr(f"(_c - ({lo})) div {width}").alias("b"))
+               .agg(F.count(F.lit(1)).alias("n"), F.sum("_h").alias("s")).collect())
+        return {int(x["b"]): (int(x["n"]), int(x["s"])) for x in got}
+
+    def _rows(self, df: DataFrame) -> dict[Key, Row]:
+        names = [c.name for c in self.cols]
+        at = [names.index(k.name) for k in self.r.key]
+        out: dict[Key, Row] = {}
+        for rec in df.select("_c", *[f"_t{i}" for i in range(len(self.cols))]).collect():
+            values = tuple(rec[1:])
+            out[tuple(values[i] for i in at)] = Row(coordinate=int(rec[0]), values=values)
+        return out
+
+    def rows(self, lo: int, hi: int) -> dict[Key, Row]:
+        return self._rows(self._in(self._df, lo, hi))
+
+    def keyed(self, keys: Sequence[Key]) -> dict[Key, Row]:
+        """The rows of these keys in the table as it is now (its latest commit, read afresh)."""
+        if not keys:
+            return {}
+        cond = reduce(lambda a, b: a | b, [
+            reduce(lambda x, y: x & y, [text(k, self.digits).eqNullSafe(F.lit(v)) for k, v in zip(self.r.key, key, strict=True)])
+            for key in keys])
+        return self._rows(self._project(self._latest().where(cond)))

@@ -1,0 +1,88 @@
+"""`reconcile:` of lake.yaml (the source databases `lake reconcile` compares ODS tables with) and
+what it finds for one table (framework/reconcile/): printed, returned as JSON and kept in the run
+record (`RunRecord.reconciled`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from models.base import StrictModel
+
+Dialect = Literal["mariadb", "mysql", "postgres"]
+_PORTS = {"mariadb": 3306, "mysql": 3306, "postgres": 5432}
+
+
+class SourceDatabase(StrictModel):
+    """One source database, by the `<db>` part of the ODS tables' `source:` (the database
+    Debezium reads). Put the password in as `${VAR}` (lake refuses one written in the file)."""
+
+    dialect: Dialect = Field(description="`mariadb`, `mysql` or `postgres`.")
+    host: str = Field(description="Host name or address, e.g. `${SHOP_DB_HOST}`.")
+    port: int | None = Field(default=None, ge=1, le=65535, description="Default 3306 (MariaDB, MySQL) or 5432 (PostgreSQL).")
+    user: str = Field(description="A user that may SELECT the tables (and, for `--repair`, nothing more).")
+    password: str | None = Field(default=None, description="Always `${VAR}`, never the password itself.")
+    database: str | None = Field(default=None, description="The database to connect to; default: the `<db>` of `source:`.")
+
+    @property
+    def port_or_default(self) -> int:
+        return self.port or _PORTS[self.dialect]
+
+
+class ReconcileSettings(StrictModel):
+    """`reconcile:` in lake.yaml: where the source databases are and how `lake reconcile` compares."""
+
+    sources: dict[str, SourceDatabase] = Field(default_factory=dict, description="Source databases by the `<db>` of the ODS "
+                                               "tables' `source:` (`shop` for `source: shop.orders`).")
+    segments: int = Field(default=32, ge=2, le=1024, description="Key ranges each checksum query splits a range into.")
+    fetch_below: int = Field(default=64, ge=1, description="A mismatching range with at most this many rows on either side "
+                             "is fetched row by row instead of split further.")
+    float_digits: int = Field(default=6, ge=0, le=15, description="FLOAT/DOUBLE columns enter the checksum rounded to this "
+                              "many decimals; fetched rows then compare within 10^-digits (relative for large values).")
+    settle_seconds: float = Field(default=5.0, ge=0, description="Pause between two reads of a differing key: a key is a "
+                                  "difference only when neither side changed between them. Longer than ingest's lag.")
+    timeout_seconds: float = Field(default=120.0, ge=0, description="How long differing keys that keep changing are re-read "
+                                   "before they are reported as in flight (not as differences).")
+
+
+# equal: the same live rows on both sides; differs: keys missing, extra or changed (that stayed so
+# over two reads); unsettled: only keys still changing when the timeout came; failed: an error.
+ReconcileStatus = Literal["equal", "differs", "unsettled", "failed"]
+RECONCILE_MODE: dict[str, str] = {"equal": "reconciled", "differs": "differs", "unsettled": "in flight", "failed": "unreconciled"}
+RECONCILE_MODES = tuple(RECONCILE_MODE.values())
+
+
+class RowDiff(BaseModel):
+    """One differing key: its key values, the row the database holds and the row ODS holds
+    (None: the key is not there), and the columns that differ."""
+
+    key: dict[str, Any]
+    kind: Literal["missing", "extra", "changed"]
+    columns: list[str] = Field(default_factory=list)
+    source: dict[str, Any] | None = None
+    ods: dict[str, Any] | None = None
+
+
+class TableReconcile(BaseModel):
+    """One ODS table compared with its source table."""
+
+    table: str
+    source: str  # `<db>.<table>` or `<db>.<schema>.<table>`
+    status: ReconcileStatus
+    reason: str = ""
+    key: list[str] = Field(default_factory=list)
+    source_rows: int = 0
+    ods_rows: int = 0
+    missing: int = 0  # keys the database has and ODS lacks
+    extra: int = 0  # keys ODS has and the database does not
+    changed: int = 0  # keys on both sides whose row differs
+    columns: dict[str, int] = Field(default_factory=dict)  # column -> changed keys in which it differs
+    unknown: int = 0  # keys equal except for columns ODS holds as the unavailable-value placeholder
+    in_flight: int = 0  # keys still changing when the timeout came: not reported as differences
+    rechecked: int = 0  # keys that differed at the first read and were read again (in flight then, or differences)
+    samples: list[RowDiff] = Field(default_factory=list)
+    checksum_queries: int = 0  # aggregate queries run in the database
+    rows_fetched: int = 0  # rows read from the database row by row (bisection's end, re-checks)
+    seconds: float = 0.0
+    repaired: int = 0  # `--repair`: keys written into ODS (upserts and deletes)
