@@ -294,11 +294,5 @@ def test_reconcile_postgres(tmp_path: Path, spark: Any, pg_chain: Any, monkeypat
         assert r.exit_code == 1 and _results(r)["ods.items"]["repaired"] == 3, r.output
         r = lake(tmp_path, "reconcile", "--json")
         assert r.exit_code == 0 and _results(r)["ods.items"]["unknown"] == 1, r.output
-
-        def writes(n: int) -> None:
-            db.execute([f"UPDATE {schema}.items SET qty = qty + 1, updated = now() WHERE id IN ({n % 50 + 100}, {n % 50 + 700})"])
-
-        r = _during_workload(spark, tmp_path, connect, writes, 8)
-        assert r.exit_code == 0, r.output
-        assert all(t["missing"] + t["extra"] + t["changed"] == 0 for t in _results(r).values()), r.output
-        assert _results(r)["ods.items"]["rechecked"] > 0, r.output
+        # The workload during a reconcile runs on MariaDB only (test_reconcile_mariadb): settling
+        # in-flight keys re-reads rows the same way whatever the database, and costs ~2 minutes.
