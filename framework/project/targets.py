@@ -11,7 +11,8 @@ error (pydantic's included) still names the line it comes from:
   environment's value (`:-` also when it is empty, as in the shell); `$${` is a literal `${`. An
   environment value stays a string (the models convert "8" or "true" where a field wants one) and
   is never parsed as YAML, so it cannot add keys. Values taken from the environment may be secrets:
-  :func:`redact` puts the variable's name back wherever a message would show one.
+  :func:`redact` puts the variable's name back wherever a message would show one (values of
+  variables or fields named like secrets, and any value of 16 characters or more: `_may_be_secret`).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def _substitute(m: re.Match[str], node: yaml.ScalarNode, rel: str, loc: tuple[st
     name, default = inner.group(1), inner.group(2)
     value = os.environ.get(name)
     if value is not None and (value or default is None):
-        if value:
+        if value and _may_be_secret(name, where, value):
             doc.secrets[value] = name
         return value
     if default is not None:
@@ -135,6 +136,19 @@ def _substitute(m: re.Match[str], node: yaml.ScalarNode, rel: str, loc: tuple[st
     doc.issues.append(ConfigIssue(rel, line, where, f"the environment variable {name} is not set",
                                   f"export {name}=... before running lake, or give a default: ${{{name}:-value}}"))
     return m.group(0)
+
+
+# A variable or field named like a secret, or a value as long as a token: redacted wherever a
+# message or a record would show it. Other values (a user name, a port, a short host name) are
+# not: a database user `lake` from ${DB_USER} turned every word "lake" of every message into
+# ${DB_USER}, commands included.
+_SECRET_NAME = re.compile(r"pass|pwd|secret|token|key|credential|auth|cert|private|signature|sas|session", re.IGNORECASE)
+SECRET_MIN_LENGTH = 16
+
+
+def _may_be_secret(name: str, where: str, value: str) -> bool:
+    """Whether `${name}`'s value, put into field `where`, is kept out of messages and records."""
+    return bool(_SECRET_NAME.search(name) or _SECRET_NAME.search(where)) or len(value) >= SECRET_MIN_LENGTH
 
 
 # --- targets: -----------------------------------------------------------------------------------

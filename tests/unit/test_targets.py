@@ -182,6 +182,20 @@ def test_values_from_the_environment_stay_out_of_errors(tmp_path: Path, monkeypa
     assert msg.startswith("lake.yaml:17: ods.source.bootstrap_servers: '${PROD_BROKER}' is not host:port")
 
 
+def test_only_values_that_may_be_secrets_are_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short value of a plainly named variable (a user name) is shown; one named like a secret,
+    put into a field named like one, or as long as a token is not."""
+    from framework.project.targets import read_yaml
+
+    monkeypatch.setenv("DB_USER", "lake")
+    monkeypatch.setenv("DB_PASSWORD", "pw")
+    monkeypatch.setenv("PLAIN", "abc")
+    monkeypatch.setenv("LONG_HOST", "kafka-1.internal.example")
+    doc = read_yaml("user: ${DB_USER}\npassword: ${DB_PASSWORD}\napi_key: ${PLAIN}\nhost: ${LONG_HOST}\n", "lake.yaml")
+    assert doc.data == {"user": "lake", "password": "pw", "api_key": "abc", "host": "kafka-1.internal.example"}
+    assert doc.secrets == {"pw": "DB_PASSWORD", "abc": "PLAIN", "kafka-1.internal.example": "LONG_HOST"}
+
+
 def test_not_a_reference_is_an_error(tmp_path: Path) -> None:
     (msg,) = _issues(_project(tmp_path, "name: demo\nwarehouse: ${1abc}\n"))
     assert msg.startswith("lake.yaml:2: warehouse: ${1abc} is not a variable reference")
