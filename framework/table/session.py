@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import LakeError
-from framework.runtime import cds
+from framework.runtime import cds, preload
 from framework.runtime.jars import (
     HUDI_BUNDLE,
     ensure_jar,
@@ -234,6 +234,7 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
+    preload.settle()  # imports started beside the JVM's start end before lake's code goes on
     spark.sparkContext.setLogLevel("ERROR")
     _jvm_stdio_to_log(spark, logs / "jvm-stdout.log")
     check_file_system(spark, project.warehouse)

@@ -20,7 +20,9 @@ def test_background_import_is_the_one_the_main_thread_gets(tmp_path: Path, monke
     monkeypatch.syspath_prepend(str(tmp_path))
     preload.start(["slow_mod_for_preload"])
     preload.start(["slow_mod_for_preload"])  # started once
-    mod = importlib.import_module("slow_mod_for_preload")  # blocks until the background import is done
+    preload.settle()  # waits for the background import
+    assert "slow_mod_for_preload" in sys.modules
+    mod = importlib.import_module("slow_mod_for_preload")
     counter = sys.modules["counter_for_preload"]
     assert mod.ready and (counter.n, counter.by) == (1, "lake-preload-slow_mod_for_preload")
     assert not [t for t in threading.enumerate() if t.name == "lake-preload-slow_mod_for_preload" and t.is_alive()]
