@@ -22,6 +22,7 @@ from framework.runtime import history
 from framework.runtime.paths import Layout
 from models.quality_result import CheckResult, ModelQuality
 from models.records import RunRecord
+from models.verify import VERIFY_MODES
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#f4f4f4}
@@ -93,7 +94,8 @@ def _run_section(run: RunRecord) -> str:
         )
         parts.append("<h2>ODS tables</h2><table><tr><th>table</th><th>events</th><th>upserts</th><th>deletes</th>"
                      f"<th>quarantined</th><th>dead letter</th><th>status</th></tr>{rows}</table>")
-    if run.models:
+    built = [m for m in run.models if m.mode not in VERIFY_MODES]  # a verified model has its own table below
+    if built:
         def fresh(model: str) -> str:
             f = run.freshness.get(model)
             return f"{f.newest_event_lag_s:.1f} to {f.oldest_event_lag_s:.1f}" if f else ""
@@ -101,7 +103,7 @@ def _run_section(run: RunRecord) -> str:
         rows = "".join(
             f"<tr>{_cells([m.model, m.mode, m.strategy, m.rows_written, m.rows_deleted, m.rows_quarantined, round(m.seconds, 1), fresh(m.model)])}"
             f"<td>{_check_summary(m.checks)}</td><td>{html.escape(m.reason)}</td></tr>"
-            for m in run.models
+            for m in built
         )
         parts.append("<h2>Models</h2><table><tr><th>model</th><th>mode</th><th>strategy</th><th>written</th><th>deleted</th>"
                      f"<th>quarantined</th><th>seconds</th><th>freshness s (event → commit)</th><th>checks</th><th>reason</th></tr>{rows}</table>")
@@ -118,7 +120,7 @@ def _verify_section(run: RunRecord) -> str:
         cls = {"equal": "pass", "differs": "fail", "failed": "fail"}.get(v.status, "warn")
         cols = ", ".join(f"{c} ({n})" for c, n in sorted(v.columns.items()))
         status = f'<span class="{cls}">{v.status}</span>' + (" · repaired" if v.repaired else "")
-        sampled = f"{v.sampled:.2%} of keys" if v.sampled is not None else "all keys"
+        sampled = "-" if v.status == "skipped" else f"{v.sampled:.2%} of keys" if v.sampled is not None else "all keys"
         rows.append(f"<tr><td>{html.escape(v.model)}</td><td>{status}</td>"
                     f"{_cells([sampled, v.table_rows, v.full_rows, v.missing, v.extra, v.changed, cols, round(v.seconds, 1), v.reason])}</tr>")
         for s in v.samples:
