@@ -4,7 +4,9 @@ registry per test session."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,8 +29,11 @@ pytest_plugins = ["tests.strict_skips", "tests.no_internal_error"]
 
 # Every Spark driver a test starts in a `lake` subprocess compiles with C1 only: it lives for
 # seconds on small data, and C2's compiler threads cost more CPU than they save (a small Hudi
-# upsert job: 76 s of JVM CPU with C2, 46 s without). The session's own SparkSession (below) lives
-# for the whole run and keeps C2. The service JVMs (broker, Connect, metastore) start with C1 too.
+# upsert job: 76 s of JVM CPU with C2, 46 s without). So does each worker's own SparkSession
+# (below), though it lives for the whole run: its data stay small, and in one run its C2 compiler
+# threads had burnt 193 s and 167 s of CPU in the first 40 minutes; test_models_build.py alone took
+# 618 s of JVM CPU with C2 and 569 s with C1 only. The service JVMs (broker, Connect, metastore)
+# start with C1 too.
 # And the serial collector: G1's concurrent threads and barriers cost a short-lived driver on small
 # data ~8 % of its CPU (a `lake ingest --once` of seven events: 29.2 -> 26.9 s of JVM CPU, two runs each).
 SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -44,6 +49,39 @@ def _file(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
 
 
+# Files whose tests take the Kafka / Debezium services run on one worker, as one unit: each worker
+# would otherwise start its own broker, Connect worker, MariaDB, PostgreSQL and schema registry
+# (a Connect worker alone is ~30 s of CPU to start) and keep them for the whole run. Read from the
+# test functions' and fixtures' parameters, on the controller, which does not collect.
+SHARED_SERVICES = re.compile(r"def \w+\([^)]*\b(kafka_broker|connect_worker|cdc_chain|pg_chain|schema_registry)\b", re.S)
+
+
+def _unit(nodeid: str, rootdir: Path) -> str:
+    """The scheduling unit of a test: its file, or `services` for a file using the shared services."""
+    file = nodeid.split("::", 1)[0]
+    try:
+        text = (rootdir / file).read_text()
+    except OSError:
+        return file
+    return "services" if SHARED_SERVICES.search(text) else file
+
+
+@pytest.hookimpl(optionalhook=True)  # without pytest-xdist (-p no:xdist) there is no such hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadfile`, except that the files using the shared services form one unit (above)."""
+    from functools import cache
+
+    from xdist.scheduler import LoadFileScheduling
+
+    unit = cache(lambda file: _unit(file, Path(str(config.rootpath))))
+
+    class ByFileAndServices(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit(nodeid.split("::", 1)[0])
+
+    return ByFileAndServices(config, log)  # type: ignore[arg-type]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank: dict[str, int] = {}  # 0: a slow end-to-end file, 1: a Spark file, 2: the rest
     for item in items:
@@ -57,6 +95,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda i: rank[_file(i)])  # stable: file order kept within each rank
 
 
+# The workers' own SparkSession (the in-process tests: lake's logic on a few rows per step) runs
+# without adaptive execution and whole-stage code generation. On such data each new query plan
+# paid more for AQE's re-planning and for compiling its generated Java (Janino) than for its rows:
+# test_change_read, test_catalog_quoting and test_models_contract took 209.6 s of JVM CPU with
+# both (and C2), 111.1 s without (and C1 only, which alone saved ~8 %: above), one run each beside
+# the same background load. Results do not depend on either. lake's own `lake` processes in the end-to-end tests keep Spark's defaults (lake's
+# product settings), so the adaptive paths are still exercised there.
+SESSION_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                "spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from framework.project.config import load_project
@@ -64,14 +113,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     base = tmp_path_factory.mktemp("spark-session")
     (base / "lake.yaml").write_text(
-        "name: tests\nwarehouse: wh\nspark:\n  master: 'local[2]'\n  conf: {spark.sql.shuffle.partitions: '2', spark.default.parallelism: '2'}\n"
+        "name: tests\nwarehouse: wh\nspark:\n  master: 'local[2]'\n  conf: " + json.dumps(SESSION_CONF) + "\n"
     )
-    inherited = os.environ.pop("LAKE_JVM_OPTIONS", None)
-    try:
-        session = spark_session(load_project(base))  # a long-lived JVM: C2 pays for itself
-    finally:
-        if inherited is not None:
-            os.environ["LAKE_JVM_OPTIONS"] = inherited
+    session = spark_session(load_project(base))  # with LAKE_JVM_OPTIONS too (above)
     yield session
     session.stop()
 
