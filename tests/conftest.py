@@ -45,8 +45,12 @@ os.environ.setdefault("LAKE_JVM_OPTIONS", SUBPROCESS_JVM_OPTIONS)
 # file is one unit (its tests may build on each other through module fixtures); each worker starts
 # the services its files need. Slow files go first so that neither worker is left with a long one
 # at the end. (Not `loadgroup`: pytest 9 ignores the node id suffix xdist 3.8 groups by.)
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def _file(item: pytest.Item) -> str:
-    return item.nodeid.split("::")[0]
+    return _file_of(item.nodeid)
 
 
 # Files whose tests take the Kafka / Debezium services run on one worker, as one unit: each worker
@@ -56,9 +60,8 @@ def _file(item: pytest.Item) -> str:
 SHARED_SERVICES = re.compile(r"def \w+\([^)]*\b(kafka_broker|connect_worker|cdc_chain|pg_chain|schema_registry)\b", re.S)
 
 
-def _unit(nodeid: str, rootdir: Path) -> str:
-    """The scheduling unit of a test: its file, or `services` for a file using the shared services."""
-    file = nodeid.split("::", 1)[0]
+def _unit(file: str, rootdir: Path) -> str:
+    """The scheduling unit of a test file: the file, or `services` for a file using the shared services."""
     try:
         text = (rootdir / file).read_text()
     except OSError:
@@ -77,7 +80,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class ByFileAndServices(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return unit(nodeid.split("::", 1)[0])
+            return unit(_file_of(nodeid))
 
     return ByFileAndServices(config, log)  # type: ignore[arg-type]
 
@@ -101,8 +104,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # test_change_read, test_catalog_quoting and test_models_contract took 209.6 s of JVM CPU with
 # both (and C2), 111.1 s without (and C1 only), one run each beside the same background load;
 # test_models_build.py, three sessions side by side: 588 s before, 541 s without AQE and codegen,
-# 517 s also with C1 and the serial collector. Results do not depend on either. lake's own `lake` processes in the end-to-end tests keep Spark's defaults (lake's
-# product settings), so the adaptive paths are still exercised there.
+# 517 s also with C1 and the serial collector. Results do not depend on either. lake's own `lake`
+# processes in the end-to-end tests keep lake's product settings, so the adaptive paths are still
+# exercised there.
 SESSION_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
                 "spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
 
