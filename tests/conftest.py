@@ -98,6 +98,59 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda i: rank[_file(i)])  # stable: file order kept within each rank
 
 
+# `lake` commands the tests start in subprocesses run on one warm engine per worker
+# (framework/engine/, docs/guides/engine.md): a command then costs a socket round trip and its own
+# work, not a driver JVM's start and ~10 s of imports. The engine takes a command only when its
+# project's static Spark settings are the engine's (other masters, jars, catalogs, heap sizes run
+# in their own process, as does fault injection), so every test still sees what a user sees. The
+# files below test the classic local driver itself (its start, its death, class sharing, crashes of
+# the process at random moments, state read back by a new process) and never use it.
+COLD_FILES = frozenset({"test_jvm_death.py", "test_class_sharing.py", "test_ods_crash.py", "test_dead_letter_crash.py",
+                        "test_creation_crash.py", "test_newcomer.py", "test_ods_streams.py", "test_type_matrix.py", "test_engine.py"})
+RUNS_LAKE = re.compile(r'"framework\.cli"')
+_engine: dict[str, Path] = {}
+
+
+def _runs_on_engine(item: pytest.Item) -> bool:
+    path = Path(str(item.path))
+    if path.name in COLD_FILES or item.get_closest_marker("cold") or os.environ.get("LAKE_TEST_ENGINE", "1") == "0":
+        return False
+    try:
+        return bool(RUNS_LAKE.search(path.read_text()))
+    except OSError:
+        return False
+
+
+def _engine_file() -> Path:
+    """This worker's engine, started on first use (stopped at the end of the session)."""
+    if "file" not in _engine:
+        import tempfile
+
+        from framework.engine import control
+
+        root = Path(tempfile.mkdtemp(prefix="lake-test-engine-"))
+        (root / "lake.yaml").write_text("name: engine\nwarehouse: wh\nspark: {master: 'local[2]'}\n")
+        _engine["root"], _engine["file"] = root, root / "engine.json"
+        control.start(root, _engine["file"])
+    return _engine["file"]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the test's fixtures (a module fixture may run `lake` too): the engine, or none."""
+    os.environ["LAKE_ENGINE"] = str(_engine_file()) if _runs_on_engine(item) else "off"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if "file" in _engine:
+        import shutil
+
+        from framework.engine import control
+
+        control.stop(_engine["file"])
+        shutil.rmtree(_engine["root"], ignore_errors=True)
+
+
 # The workers' own SparkSession (the in-process tests: lake's logic on a few rows per step) runs
 # without adaptive execution and whole-stage code generation. On such data each new query plan
 # paid more for AQE's re-planning and for compiling its generated Java (Janino) than for its rows:

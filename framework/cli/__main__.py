@@ -1,5 +1,5 @@
 """`python -m framework.cli`: the `lake` console script."""
 
-from framework.cli.main import main
+from framework.cli.entry import main
 
 main()

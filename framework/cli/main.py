@@ -15,6 +15,7 @@ from rich.console import Console
 from framework.cli.build import build_cmd, plan_cmd
 from framework.cli.compact import compact_cmd
 from framework.cli.docs import docs as docs_group
+from framework.cli.engine import engine as engine_group
 from framework.cli.env import diff as diff_command
 from framework.cli.env import env as env_group
 from framework.cli.freshness import freshness, print_freshness
@@ -311,6 +312,7 @@ def lineage(obj: Ctx, column: str, fmt: str) -> None:
 
 
 main.add_command(build_cmd)
+main.add_command(engine_group)
 main.add_command(plan_cmd)
 main.add_command(verify_cmd)
 main.add_command(reconcile_cmd)

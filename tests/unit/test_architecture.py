@@ -78,6 +78,7 @@ LAYERS = (
     "framework.commands",
     "framework.ops",  # lake run, schedules, Airflow
     "framework.demo",  # test and demo infrastructure: only the CLI imports it
+    "framework.engine",  # the warm engine: serves the CLI's commands (handed the CLI by framework/cli/engine_server.py)
     "framework.cli",
 )
 
