@@ -73,6 +73,9 @@ def handle_errors(fn: F) -> F:
         except Exception as e:  # noqa: BLE001 - the boundary that turns crashes into messages
             if debug:
                 traceback.print_exc()
+            if _cancelled(e):  # Ctrl-C on a command of a warm engine cancels its Spark jobs
+                err_console.print("interrupted")
+                sys.exit(130)
             from framework.runtime.jvm import explain
 
             died = explain(e)  # the driver JVM ran out of memory, was killed or crashed: say so, not "Internal error"
@@ -89,6 +92,11 @@ def handle_errors(fn: F) -> F:
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _cancelled(e: BaseException) -> bool:
+    """Whether a command failed because its Spark jobs were cancelled (SparkContext.cancelAllJobs)."""
+    return "cancelled as part of cancellation of all jobs" in str(e)
 
 
 RETRIED = "LAKE_CDS_RETRIED"

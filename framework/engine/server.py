@@ -182,8 +182,18 @@ class Engine:
             self.cancel()
 
     def cancel(self) -> None:
+        """Stop the running command as Ctrl-C stops a local `lake`: its Spark jobs are cancelled
+        (the call waiting on them fails, and the command reports an interruption, exit 130). A
+        command still running Python code 5 s later gets KeyboardInterrupt in its thread."""
+        if not self.running:
+            return
         with contextlib.suppress(Exception):
             self.spark.sparkContext.cancelAllJobs()
+        if threading.get_ident() == threading.main_thread().ident:
+            raise KeyboardInterrupt  # SIGTERM's handler, in the command's own thread
+        deadline = time.monotonic() + 5
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.1)
         if self.running:
             _thread.interrupt_main()
 

@@ -197,10 +197,15 @@ def _project_name(directory: Path, name: str | None) -> str:
 
 
 def _ignore_warehouse(path: Path) -> Path | None:
-    """Add `warehouse/` to .gitignore (creating it); None when it is already ignored."""
+    """Add `warehouse/` and `.lake/` (a warm engine's file: framework/engine/) to .gitignore
+    (creating it); None when both are already ignored."""
     existing = path.read_text(encoding="utf-8") if path.exists() else ""
-    if "warehouse/" in existing.split():
+    lines = existing.split()
+    wanted = [(entry, why) for entry, why in (("warehouse/", "Hudi tables, checkpoints and run history"),
+                                             (".lake/", "the warm engine's address and token (lake engine start)"))
+              if entry not in lines]
+    if not wanted:
         return None
     sep = "" if not existing or existing.endswith("\n") else "\n"
-    path.write_text(existing + sep + "# lake: Hudi tables, checkpoints and run history\nwarehouse/\n", encoding="utf-8")
+    path.write_text(existing + sep + "".join(f"# lake: {why}\n{entry}\n" for entry, why in wanted), encoding="utf-8")
     return path

@@ -39,7 +39,7 @@ def test_scaffolded_project_loads(tmp_path: Path) -> None:
     assert project.config.ods.source.path == "sample/cdc"  # lake's sample, never the folder of the user's own CDC
     (table,) = project.ods_tables
     assert (table.source, table.qualified_name, table.key) == ("inventory.customers", "ods.customers", ["id"])
-    assert "warehouse/" in (root / ".gitignore").read_text().split()
+    assert {"warehouse/", ".lake/"} <= set((root / ".gitignore").read_text().split())
     from framework.transform.loader import load_models
 
     seed = load_models(project)["seed.email_domains"]  # the example seed reads, typed by its YAML
