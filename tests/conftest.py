@@ -224,7 +224,9 @@ def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apicur
     lake, `.api_url` for Apicurio's converter. Stopped after the session."""
     from framework.demo.registry import ApicurioRegistry
 
-    with ApicurioRegistry(tmp_path_factory.mktemp("schema-registry")) as registry:
+    # 300 s: it starts beside the broker, Connect, MariaDB and a Spark driver, first of the session;
+    # on a loaded 2-core machine it missed 120 s (an ERROR at the suite's first test, twice).
+    with ApicurioRegistry(tmp_path_factory.mktemp("schema-registry"), start_timeout=300.0) as registry:
         yield registry
 
 
