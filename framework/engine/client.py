@@ -23,9 +23,10 @@ from typing import Any
 from framework.engine import wire
 
 ENGINE_FILE = Path(".lake") / "engine.json"
-# Commands an engine never runs: they start services, run until stopped, manage the engine, or
-# are the platform's (spark-submit) entry point.
-LOCAL_ONLY = frozenset({"init", "demo", "schedule", "engine", "submit"})
+# Commands an engine never runs: they run until stopped, manage the engine, or are the platform's
+# (spark-submit) entry point. `lake demo` starts services (a broker, a database) with --kafka or a
+# --source other than the simulator: then it runs on its own too.
+LOCAL_ONLY = frozenset({"init", "schedule", "engine", "submit"})
 # Fault injection kills or pauses its own process (framework/runtime/faults.py): never the engine.
 LOCAL_ENV = ("LAKE_FAILPOINT", "LAKE_PAUSE")
 GLOBAL_WITH_VALUE = ("--project", "--target")
@@ -54,7 +55,18 @@ def servable(argv: list[str], env: dict[str, str] | os._Environ[str]) -> bool:
     _, command = split_globals(argv)
     if command is None or command in LOCAL_ONLY or "--continuous" in argv:
         return False
+    if command == "demo" and ("--kafka" in argv or _option(argv, "--source") not in (None, "simulator")):
+        return False
     return not any(env.get(k) for k in LOCAL_ENV)
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
 
 
 def engine_file(argv: list[str], env: dict[str, str] | os._Environ[str], cwd: Path) -> Path | None:

@@ -25,6 +25,11 @@ def test_group_options_and_the_subcommand_are_found_before_the_command_s_own() -
     (["--project", "p", "sql", "select 1"], {}, True),
     (["ingest", "--continuous"], {}, False),  # runs until stopped
     (["init", "new"], {}, False),
+    (["demo", "--events", "40"], {}, True),  # the simulator: no services
+    (["demo", "--kafka"], {}, False),  # starts a broker
+    (["demo", "--source", "mariadb"], {}, False),
+    (["demo", "--source=postgres"], {}, False),
+    (["demo", "--source", "simulator"], {}, True),
     (["schedule"], {}, False),
     (["engine", "start"], {}, False),
     (["ingest", "--once"], {"LAKE_FAILPOINT": "after_table_commit"}, False),  # kills its own process
