@@ -106,7 +106,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # files below test the classic local driver itself (its start, its death, class sharing, crashes of
 # the process at random moments, state read back by a new process) and never use it.
 COLD_FILES = frozenset({"test_jvm_death.py", "test_class_sharing.py", "test_ods_crash.py", "test_dead_letter_crash.py",
-                        "test_creation_crash.py", "test_newcomer.py", "test_ods_streams.py", "test_type_matrix.py", "test_engine.py"})
+                        "test_creation_crash.py", "test_newcomer.py", "test_ods_streams.py", "test_engine.py"})
 RUNS_LAKE = re.compile(r'"framework\.cli"')
 _engine: dict[str, Path] = {}
 

@@ -6,7 +6,12 @@ new process: a first `lake ingest --once` (a bulk insert into COW, a delta commi
 one with a widened column (and an inline compaction of the merge-on-read table), `lake run
 --continuous` building a model incrementally, `lake sql`, and `lake ingest --rebuild`. After each, an outside reader (this session's
 Spark, reading the Hudi paths without lake) and the lake process itself must see exactly the
-oracle's rows (tests/type_matrix.py), and nothing may be dead-lettered."""
+oracle's rows (tests/type_matrix.py), and nothing may be dead-lettered.
+
+In the suite the one-shot commands run on the worker's warm engine (a fresh session each: what the
+table holds is read from Hudi, nothing is remembered from the command before), and `lake run
+--continuous` always in a process of its own: that is the new process that must read the types
+back from the table after two commands wrote it (the SMALLINT of issue 40 was dead-lettered there)."""
 
 from __future__ import annotations
 
