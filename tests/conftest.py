@@ -85,27 +85,38 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return ByFileAndServices(config, log)  # type: ignore[arg-type]
 
 
-# End-to-end tests beyond `make test`'s CI budget (90 minutes on the 2-core CI machine, where the
-# whole suite took ~95): they run with LAKE_NIGHTLY=1 (`pytest -m nightly`). Each guarantee they
-# hold is also held in `make test` by a cheaper test, named here: the real MariaDB chain and its
-# widening (test_cdc_chain), SMALLINT read back across processes (test_type_matrix), lake init's
-# project (test_newcomer), a first load into many partitions (test_shapes' 300 partitions), kills
-# at every failpoint (test_creation_crash, the replay kill of test_dead_letter_crash, test_ods_crash),
-# the dead driver JVM (test_jvm_death), reconcile (its MariaDB run).
+# End-to-end tests beyond `make test`'s CI budget: on the 2-core CI machine the whole suite took
+# ~95 minutes after the warm engine (the limit is 90; the goal 45), most of it lake's own cost per
+# Hudi commit and per cold driver (issues 41 and 42). They run with LAKE_NIGHTLY=1 (`pytest -m
+# nightly`). Each guarantee is still held in `make test` by a cheaper test: the real MariaDB chain
+# and its widening (test_cdc_chain), SMALLINT read back across processes (test_type_matrix), lake
+# init's project (test_newcomer), a first load into many partitions (test_shapes' 300
+# partitions), a kill mid-batch, at a random moment and inside a Hudi commit (test_ods_crash), a
+# crash before a model commit (test_models_build), the dead driver JVM (test_jvm_death), reconcile
+# and verify (tests/unit, test_verify), the CLI in new processes (test_cli, test_cli_json).
 NIGHTLY_E2E = {
     "tests/integration/test_avro_chain.py": "Avro and the schema registry through the real chain",
-    "tests/integration/test_pg_chain.py": "the PostgreSQL chain (reconcile's nightly run is on PostgreSQL too)",
+    "tests/integration/test_pg_chain.py": "the PostgreSQL chain",
     "tests/integration/test_hive_catalog.py": "the Hive metastore",
-    "tests/integration/test_cli_workflow.py::test_demo_runs_end_to_end": "`lake demo` (make demo runs it)",
+    "tests/integration/test_cli_workflow.py": "the CLI workflow on a terminal, `lake demo`",
+    "tests/integration/test_quickstart.py": "the quick start as written, through Kafka",
+    "tests/integration/test_unattended.py": "a continuous run's alerts, metrics and lineage; retry",
+    "tests/integration/test_reconcile.py": "lake reconcile on the real MariaDB chain",
+    "tests/integration/test_creation_crash.py": "kills inside every kind of table creation",
+    "tests/integration/test_dead_letter_crash.py": "kills around the dead letter's commit",
     "tests/integration/test_shapes.py::test_wide_table_with_long_values": "a wide table with long values",
     "tests/integration/test_s3_warehouse.py::test_a_rewrite_killed_while_it_swaps_on_s3_loses_nothing": "a rewrite killed on S3",
-    "tests/integration/test_dead_letter_crash.py::test_kill_at_each_failpoint_keeps_the_dead_letter": "each dead-letter failpoint",
+    "tests/integration/test_ods_crash.py::test_kill_after_the_last_table_commit_before_the_offset_commit": "one more ODS failpoint",
+    "tests/integration/test_ods_crash.py::test_kill_between_the_tombstone_write_and_the_table_commit": "one more ODS failpoint",
+    "tests/integration/test_ods_crash.py::test_kill_between_the_quarantine_write_and_the_commit": "one more ODS failpoint",
+    "tests/integration/test_ods_crash.py::test_kill_during_bootstrap_then_rerun": "kills during a bootstrap",
+    "tests/integration/test_models_holder_counts.py::test_full_build_after_incremental_writes_nothing_and_stale_counts_read_unknown[mor]":
+        "holder counts on merge-on-read (copy-on-write stays)",
 }
 
 
 def _nightly_e2e(item: pytest.Item) -> str | None:
-    base = item.nodeid.split("[", 1)[0]
-    return NIGHTLY_E2E.get(base) or NIGHTLY_E2E.get(_file(item))
+    return NIGHTLY_E2E.get(item.nodeid) or NIGHTLY_E2E.get(item.nodeid.split("[", 1)[0]) or NIGHTLY_E2E.get(_file(item))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
