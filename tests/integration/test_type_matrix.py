@@ -8,10 +8,11 @@ one with a widened column (and an inline compaction of the merge-on-read table),
 Spark, reading the Hudi paths without lake) and the lake process itself must see exactly the
 oracle's rows (tests/type_matrix.py), and nothing may be dead-lettered.
 
-In the suite the one-shot commands run on the worker's warm engine (a fresh session each: what the
-table holds is read from Hudi, nothing is remembered from the command before), and `lake run
---continuous` always in a process of its own: that is the new process that must read the types
-back from the table after two commands wrote it (the SMALLINT of issue 40 was dead-lettered there)."""
+In the suite the first ingest, `lake sql` and the rebuild run on the worker's warm engine (a fresh
+session each: what the table holds is read from Hudi, nothing is remembered from the command
+before); the second ingest (`lake run --once`) and `lake run --continuous` run in processes of
+their own, which must read the types back from the tables earlier commands wrote (the SMALLINT of
+issue 40 was dead-lettered there)."""
 
 from __future__ import annotations
 
@@ -43,9 +44,11 @@ def _model() -> dict[str, str]:
     return {"dwd/types_copy.sql": f"select {cols} from ods.types_cow", "dwd/types_copy.yaml": "key: [id]\n"}
 
 
-def lake(root: Path, *args: str) -> str:
+def lake(root: Path, *args: str, new_process: bool = False) -> str:
+    """`lake` in a subprocess (on the worker's engine, a fresh session); `new_process`: its own driver."""
+    env = {**os.environ, "COLUMNS": "200", **({"LAKE_ENGINE": "off"} if new_process else {})}
     r = subprocess.run([sys.executable, "-m", "framework.cli", "--project", str(root), *args], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "200"}, timeout=900)
+                       env=env, timeout=900)
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "Internal error" not in out and "Traceback" not in out, f"lake {' '.join(args)}: exit {r.returncode}\n{out}"
     return r.stdout
@@ -108,7 +111,7 @@ def test_every_connector_type_across_processes(tmp_path: Path, spark: Any) -> No
         return [s.put(1, 1), s.put(5, 2), s.delete(2), s.put(3, 0)]
 
     _batch(lp, sources, second)
-    lake(tmp_path, "run", "--once")  # ingest, then the model's first build
+    lake(tmp_path, "run", "--once", new_process=True)  # ingest, then the model's first build
     _check(spark, lp, sources, "second ingest, new process")
     _assert_rows(_outside(spark, str(lp.layout.table("dwd.types_copy"))), sources["types_cow"].expected(), "model, full build")
 
