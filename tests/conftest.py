@@ -174,7 +174,11 @@ def _engine_file() -> Path:
         root = Path(tempfile.mkdtemp(prefix="lake-test-engine-"))
         (root / "lake.yaml").write_text("name: engine\nwarehouse: wh\nspark: {master: 'local[2]'}\n")
         _engine["root"], _engine["file"] = root, root / "engine.json"
-        control.start(root, _engine["file"])
+        os.environ["LAKE_ENGINE_OWNER"] = str(os.getpid())  # a worker that dies takes its engine with it
+        try:
+            control.start(root, _engine["file"])
+        finally:
+            del os.environ["LAKE_ENGINE_OWNER"]
     return _engine["file"]
 
 

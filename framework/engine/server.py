@@ -36,6 +36,7 @@ from typing import Any
 
 from framework.engine import client as engine_client
 from framework.engine import streams, wire
+from framework.runtime.history import process_alive
 
 
 class Engine:
@@ -47,6 +48,9 @@ class Engine:
         self.running = False  # a command is in flight (the cancel watcher may interrupt it)
         self.served = 0
         self.spark: Any = None
+        # LAKE_ENGINE_OWNER: a process whose end ends the engine (a test session's worker).
+        owner = os.environ.get("LAKE_ENGINE_OWNER", "")
+        self.owner = int(owner) if owner.isdigit() else None
 
     # -- start -------------------------------------------------------------------------------
     def start(self) -> socket.socket:
@@ -87,6 +91,9 @@ class Engine:
             except TimeoutError:
                 if not self._jvm_alive():
                     print("engine: the driver JVM is gone; stopping", file=sys.__stderr__)
+                    return
+                if self.owner is not None and not process_alive(self.owner):
+                    print(f"engine: its owner (pid {self.owner}) is gone; stopping", file=sys.__stderr__)
                     return
                 continue
             except OSError:
