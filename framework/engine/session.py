@@ -102,7 +102,10 @@ def fresh(engine: SparkSession) -> SparkSession:
 
 
 def release(engine: SparkSession, session: SparkSession) -> None:
-    """Drop what a command left in memory: its cached tables and any RDD still persisted."""
+    """Drop what a command left in memory: its cached tables, any RDD still persisted, and the
+    SQL status listener its shared state added to the driver's listener bus (Spark adds one per
+    shared state and never removes it: left there, every later command's events would pass
+    through one more listener per command served before)."""
     from pyspark.sql import SparkSession
 
     try:
@@ -114,3 +117,15 @@ def release(engine: SparkSession, session: SparkSession) -> None:
         jvm: Any = engine._jvm
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(engine._jsparkSession)
         SparkSession._activeSession = engine
+        _drop_status_listener(engine, session)
+
+
+def _drop_status_listener(engine: SparkSession, session: SparkSession) -> None:
+    jss: Any = session._jsparkSession
+    shared = jss.sharedState()
+    if shared.equals(engine._jsparkSession.sharedState()):  # type: ignore[union-attr]
+        return  # a Hive catalog's session shares the engine's state
+    listener = shared.statusStore().listener()
+    if listener.isDefined():
+        engine._jsc.sc().removeSparkListener(listener.get())  # type: ignore[union-attr]
+

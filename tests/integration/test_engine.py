@@ -145,3 +145,26 @@ def test_commands_run_on_the_engine_with_the_results_and_exit_codes_of_a_local_r
     assert not info.exists()
     status = lake(root, "engine", "status")
     assert status.returncode == 1 and "stopped" in status.stdout
+
+
+def _status_listeners(spark: Any) -> int:
+    bus = spark._jsc.sc().listenerBus()
+    return sum(1 for x in bus.listeners() if x.getClass().getSimpleName() == "SQLAppStatusListener")
+
+
+def test_a_served_commands_session_leaves_no_listener_behind(spark: Any) -> None:
+    """Each command's session has its own shared state (its own catalog), and Spark adds a SQL
+    status listener to the driver for every shared state: the engine removes it after the command,
+    or an engine that served n commands would pass every event through n more listeners."""
+    from framework.engine.session import fresh, release
+
+    spark.sql("select 1").collect()  # the engine's own shared state (Spark makes it lazily)
+    before = _status_listeners(spark)
+    for _ in range(3):
+        session = fresh(spark)
+        session.sql("create temporary view v as select 1 as x")
+        assert session.sql("select count(*) from v").collect()[0][0] == 1
+        assert _status_listeners(spark) == before + 1  # the command's own, while it runs
+        release(spark, session)
+    assert _status_listeners(spark) == before
+    assert not spark.catalog.tableExists("v")  # and nothing it registered reached the engine's session
