@@ -35,16 +35,6 @@ def remember_java() -> None:
     ENGINE_JAVA["path"] = os.path.realpath(java_executable())
 
 
-def wanted_conf(project: Project) -> dict[str, str]:
-    """The settings `spark_session` would start a driver with for `project` (in this environment)."""
-    from framework.table.session import base_conf, catalog_conf, uses_s3
-
-    conf = base_conf(project.config.spark.master, project.warehouse, project.local_state / "logs", s3=uses_s3(project))
-    conf.update(catalog_conf(project.config.catalog))
-    conf.update(project.config.spark.conf)
-    return conf
-
-
 def _options(text: str) -> list[str]:
     return sorted(_PER_PROCESS_OPTION.sub("", text).split())
 
@@ -64,7 +54,9 @@ def reason(project: Project, engine: SparkSession) -> str | None:
     if java != ENGINE_JAVA.get("path", java):
         return f"the command's Java is {java}, the engine runs on {ENGINE_JAVA['path']}"
     have: dict[str, str] = dict(engine.sparkContext.getConf().getAll())
-    for key, value in wanted_conf(project).items():
+    from framework.table.session import driver_conf
+
+    for key, value in driver_conf(project).items():
         if key in PER_PROCESS:
             continue
         if key == "spark.jars":

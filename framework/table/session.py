@@ -205,6 +205,17 @@ def as_submitted(project: Project) -> Project:
     return dataclasses.replace(project, config=project.config.model_copy(update={"spark": submitted}))
 
 
+def driver_conf(project: Project, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The settings a driver for `project` starts with (in this environment): lake's, the
+    catalog's, lake.yaml's `spark.conf`, then `extra`. The engine compares a project's with its own
+    (framework/engine/session.py)."""
+    conf = base_conf(project.config.spark.master, project.warehouse, project.local_state / "logs", s3=uses_s3(project))
+    conf.update(catalog_conf(project.config.catalog))
+    conf.update(project.config.spark.conf)
+    conf.update(extra or {})
+    return conf
+
+
 def spark_session(project: Project, extra: dict[str, str] | None = None) -> SparkSession:
     """Return the process's SparkSession for `project`, creating it on first call (or the
     submitter's, adopted: its runtime SQL settings from lake.yaml are applied, nothing else)."""
@@ -221,10 +232,7 @@ def spark_session(project: Project, extra: dict[str, str] | None = None) -> Spar
     from pyspark.sql import SparkSession
 
     logs = project.local_state / "logs"
-    conf = base_conf(project.config.spark.master, project.warehouse, logs, s3=uses_s3(project))
-    conf.update(catalog_conf(project.config.catalog))
-    conf.update(project.config.spark.conf)
-    conf.update(extra or {})
+    conf = driver_conf(project, extra)
     _class_sharing(conf)
     from framework.runtime import jvm
 
