@@ -46,6 +46,8 @@ class Engine:
         self.stopping = False
         self.busy = threading.Lock()
         self.running = False  # a command is in flight (the cancel watcher may interrupt it)
+        self.serial = 0  # which command: a watcher acts on its own command only, never on the next one
+        self.state = threading.Lock()  # held while `running`/`serial` change, and while a cancel acts on them
         self.served = 0
         self.spark: Any = None
         # LAKE_ENGINE_OWNER: a process whose end ends the engine (a test session's worker).
@@ -153,8 +155,10 @@ class Engine:
 
         session = fresh(self.spark)
         sessions._ADOPTED[:] = [session]
-        watcher = threading.Thread(target=self._watch, args=(conn,), daemon=True, name="engine-cancel")
-        self.running = True
+        with self.state:
+            self.serial += 1
+            self.running = True
+        watcher = threading.Thread(target=self._watch, args=(conn, self.serial), daemon=True, name="engine-cancel")
         watcher.start()
         code = 0
         try:
@@ -171,7 +175,8 @@ class Engine:
             traceback.print_exc(file=sys.__stderr__)  # the engine's log
             code = 2
         finally:
-            self.running = False
+            with self.state:
+                self.running = False
             sessions._ADOPTED[:] = []
             with contextlib.suppress(Exception):
                 release(self.spark, session)
@@ -179,30 +184,43 @@ class Engine:
             sys.stderr.flush()
         return code
 
-    def _watch(self, conn: socket.socket) -> None:
+    def _watch(self, conn: socket.socket, serial: int) -> None:
         """Cancel the command when its client asks (Ctrl-C) or goes away."""
         try:
             kind, _ = wire.receive(conn)
         except OSError:
             kind = b"C"  # gone
-        if kind == b"C" and self.running:
-            self.cancel()
+        if kind == b"C":
+            self.cancel(serial)
 
-    def cancel(self) -> None:
-        """Stop the running command as Ctrl-C stops a local `lake`: its Spark jobs are cancelled
-        (the call waiting on them fails, and the command reports an interruption, exit 130). A
-        command still running Python code 5 s later gets KeyboardInterrupt in its thread."""
-        if not self.running:
+    def _serving(self, serial: int | None) -> bool:
+        return self.running and (serial is None or self.serial == serial)
+
+    def cancel(self, serial: int | None = None) -> None:
+        """Stop the running command (`serial`: only if it is still that one) as Ctrl-C stops a
+        local `lake`: its Spark jobs are cancelled (the call waiting on them fails, and the command
+        reports an interruption, exit 130), and so is every job it starts until it ends, so a
+        Ctrl-C that comes before its first job is not lost. A command still running Python code 5 s
+        later gets KeyboardInterrupt in its thread."""
+        if not self._serving(serial):
             return
+        sc = self.spark.sparkContext
         with contextlib.suppress(Exception):
-            self.spark.sparkContext.cancelAllJobs()
+            sc.cancelAllJobs()
         if threading.get_ident() == threading.main_thread().ident:
             raise KeyboardInterrupt  # SIGTERM's handler, in the command's own thread
-        deadline = time.monotonic() + 5
-        while self.running and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if self.running:
-            _thread.interrupt_main()
+        serial = self.serial if serial is None else serial
+        interrupt_at = time.monotonic() + 5
+        while self._serving(serial):
+            time.sleep(0.25)
+            with self.state:
+                if not self._serving(serial):
+                    break
+                with contextlib.suppress(Exception):
+                    sc.cancelAllJobs()  # one the command started since
+                if interrupt_at and time.monotonic() >= interrupt_at:
+                    _thread.interrupt_main()
+                    interrupt_at = 0.0
 
     def stop(self, *_: Any) -> None:
         self.stopping = True
