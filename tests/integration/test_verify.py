@@ -4,7 +4,8 @@ equal (row-wise, aggregate with MIN/MAX under deletes on merge-on-read, a histor
 reading its history table, a join with a seed, a join with an external Parquet folder); a row changed in a model's Hudi table by plain
 Spark (not through lake; a log file of the merge-on-read table) is found, exactly that key and
 column, alerted, and `--repair` puts it right through the build path. One project, built once,
-shared by the tests in order."""
+shared by the tests in order. Last, an upstream commit a build lost (it read no change from it yet
+recorded its instant) is found the same way and repaired."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from framework.runtime import history
 from framework.table import kinds, timeline
 from framework.table.lake_table import ProjectDefaults
 from framework.transform.loader import load_models
+from framework.transform.reader import Change, TableReader
 from framework.transform.runner import build
 from tests.helpers import LakeProject, UsersSource
 
@@ -44,6 +46,7 @@ MODELS = {
     "dwd/user_tier.sql": "select u.id, t.tier from ods.users u join external.tiers t on u.city = t.city",
     "dwd/user_tier.yaml": "key: [id]\n",
 }
+SOURCE: dict[str, UsersSource] = {}  # each project's source, for a later batch
 NAMES = ["dwd.users_rw", "dws.city_agg", "dws.rw_city", "dws.city_range", "dwd.users_hist", "dws.moves", "dwd.user_region", "dwd.user_tier"]
 
 
@@ -61,7 +64,7 @@ def lp(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> LakeProject:
                      f"alerts:\n  targets: [{{kind: command, command: [sh, -c, 'cat >> {alerts}; echo >> {alerts}']}}]\n")
     lp.add_models(MODELS)
     _write_tiers(spark, lp, [("bj", 1), ("sh", 1), ("gz", 2), ("sz", 3)])
-    src = UsersSource()
+    src = SOURCE[str(root)] = UsersSource()
     batches = [  # a full build, then an incremental one (two builds: the suite's time is a budget)
         [src.put(i, ["bj", "sh", "gz"][i % 3], i * 10) for i in range(1, 13)],
         # a group move, a move and new values, a row leaving the filter (gz's minimum), a delete,
@@ -169,3 +172,36 @@ def _inject(spark: Any, lp: LakeProject, model: str, key_column: str, key: Any, 
     row = spark.read.format("hudi").load(path).where(F.col(key_column) == key)
     row = row.select(*[c for c in row.columns if not c.startswith("_hoodie_")]).withColumn(column, F.lit(value).cast(dict(row.dtypes)[column]))
     row.write.format("hudi").options(**options).mode("append").save(path)
+
+
+def test_an_upstream_commit_a_build_lost_is_found_and_repaired(lp: LakeProject, spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build that read nothing from an upstream commit (a change feed cleaned too early, a bug)
+    still records that commit's instant as read: its table then lacks the commit's changes while
+    its checkpoint says it has them, so later incremental builds never bring them. Verify's full
+    build as of that instant has them."""
+    src = SOURCE[str(lp.root)]
+    lp.write_cdc([src.put(1, "bj", 77), src.put(30, "sz", 4)])  # a changed row and a new one
+    lp.ingest(spark)
+    real = TableReader.change
+
+    def lost(self: TableReader, name: str, key: list[str], begin: str, end: str) -> Change:
+        c = real(self, name, key, begin, end)
+        return Change(before=c.before.limit(0), after=c.after.limit(0), keys=c.keys.limit(0)) if name == "ods.users" else c
+
+    monkeypatch.setattr(TableReader, "change", lost)
+    (res,) = build(spark, lp.project, ["dwd.users_rw"], [], incremental=True)
+    monkeypatch.undo()
+    assert res.mode != "failed" and res.rows_written == 0, res
+    recorded = timeline.last_commit(lp.layout.table("dwd.users_rw"))
+    assert recorded is not None
+    r = lake(lp, "verify", "dwd.users_rw", "--json")
+    assert r.exit_code == 1, r.output
+    v = verified(r)["dwd.users_rw"]
+    assert (v["status"], v["missing"], v["extra"], v["changed"]) == ("differs", 1, 0, 1), v
+    assert sorted(s["key"]["id"] for s in v["samples"]) == [1, 30]
+    assert v["upstream"]["ods.users"] == timeline.completed(lp.layout.table("ods.users"))[-1].completed  # as of the lost commit
+    fixed = verified(lake(lp, "verify", "dwd.users_rw", "--repair", "--json"))["dwd.users_rw"]
+    assert fixed["repaired"] is True, fixed
+    rows = {r["id"]: r["score2"] for r in spark.read.format("hudi").load(str(lp.layout.table("dwd.users_rw"))).collect()}
+    assert (rows[1], rows[30]) == (154, 8)
+    assert lake(lp, "verify", "dwd.users_rw").exit_code == 0
