@@ -44,7 +44,6 @@ class Engine:
         self.project_dir, self.file, self.cli = project_dir, file, cli
         self.token = secrets.token_hex(16)
         self.stopping = False
-        self.busy = threading.Lock()
         self.running = False  # a command is in flight (the cancel watcher may interrupt it)
         self.serial = 0  # which command: a watcher acts on its own command only, never on the next one
         self.state = threading.Lock()  # held while `running`/`serial` change, and while a cancel acts on them

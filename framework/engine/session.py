@@ -120,4 +120,3 @@ def _drop_status_listener(engine: SparkSession, session: SparkSession) -> None:
     listener = shared.statusStore().listener()
     if listener.isDefined():
         engine._jsc.sc().removeSparkListener(listener.get())  # type: ignore[union-attr]
-
