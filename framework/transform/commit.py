@@ -74,7 +74,7 @@ class Committer:
         their key (every column, NULL-safe) are not written, so the commit and its CDC stay as
         small as the change and downstream models read only that."""
         m, a = p.model, p.analysis
-        out, key, gone = self._rows(p, rows)
+        out, key = self._rows(p, rows)
         stored, anew = self._stored(p, out)
         # A key from the model's YAML may not be unique; the others are by construction (GROUP BY,
         # DISTINCT, an upstream's key). Hudi's insert (a first write) would store each duplicate
@@ -84,8 +84,12 @@ class Committer:
         try:
             # Into an existing table, the rows are used twice or more (upserts, the anti-join that
             # finds the deletes, the diff): keep them rather than evaluate the model's query again.
-            if stored is not None or declared or gone is not None or contract.reads_rows(m):  # (an aggregate's rows split in two below)
+            if stored is not None or declared or "_lake_rows" in out.columns or contract.reads_rows(m):
                 out = held(out)
+            # An aggregate's emptied groups split off the kept rows, not the query: split before
+            # holding, the deletes would evaluate the model's query again (with a MIN/MAX
+            # recompute, another aggregation over the upstream's rows).
+            out, gone = _emptied(out)
             contract.enforce(m, out)  # `contract: enforced`: columns, types, NULLs, before any commit
             if declared:
                 _reject_duplicate_keys(m, key, out)
@@ -110,8 +114,9 @@ class Committer:
             held.release()
             self.gate.release()
 
-    def _rows(self, p: ModelPlan, rows: DataFrame) -> tuple[DataFrame, list[str], DataFrame | None]:
-        """The rows to write, keyed (`_lake_key`), flagged; the key; an aggregate's emptied groups."""
+    def _rows(self, p: ModelPlan, rows: DataFrame) -> tuple[DataFrame, list[str]]:
+        """The rows to write, keyed (`_lake_key`), flagged, an aggregate's emptied groups
+        included (`_emptied` splits them off); the key."""
         a = p.analysis
         key = list(a.key or ()) or visible_columns(rows)
         out = rows.withColumn("_lake_key", lake_key(key))
@@ -121,11 +126,7 @@ class Committer:
             out = out.dropDuplicates(["_lake_key"])
         if "_deleted" not in out.columns:
             out = out.withColumn("_deleted", F.lit(False))
-        gone = None
-        if "_lake_rows" in out.columns:  # aggregate: groups whose count reached 0 are deleted
-            gone = out.where("_lake_rows <= 0").select("_lake_key")
-            out = out.where("_lake_rows > 0")
-        return out.withColumn("_hoodie_is_deleted", F.lit(False)), key, gone
+        return out.withColumn("_hoodie_is_deleted", F.lit(False)), key
 
     def _stored(self, p: ModelPlan, out: DataFrame) -> tuple[DataFrame | None, str | None]:
         """The model's table (None: none yet, or written anew), and why it is written anew (else
@@ -238,6 +239,14 @@ class Committer:
         by ADVANCE_AFTER commits, or by half the cleaner's retention if that is fewer."""
         retained = hudi.clean_retained(self.project.config.hudi)
         return max(p.pending.values(), default=0) >= max(1, min(ADVANCE_AFTER, retained // 2))
+
+
+def _emptied(out: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+    """An aggregate's rows split into the groups it keeps and the `_lake_key`s of those whose
+    count reached 0, which are deleted; other models' rows as they are, and None."""
+    if "_lake_rows" not in out.columns:
+        return out, None
+    return out.where("_lake_rows > 0"), out.where("_lake_rows <= 0").select("_lake_key")
 
 
 def _reject_duplicate_keys(m: Model, key: list[str], rows: DataFrame) -> None:
