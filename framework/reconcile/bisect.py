@@ -1,9 +1,16 @@
 """Bisection of `lake reconcile`: checksums over key ranges on both sides, each mismatching range
 split again (one aggregate query per range and side), down to ranges small enough to read row by
-row; then the rows that differ. The equal ranges cost one query each, whatever their size."""
+row; then the rows that differ. The equal ranges cost one query each, whatever their size.
+
+The two sides of each step run at the same time: the database's query on a thread of its own
+while Spark computes the ODS side (both wait on sockets, not on Python), so a step costs the
+slower side, not the sum. At the first step that is most of the run: the database scans the
+table while Spark reads the ODS table and caches its hashes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from framework.reconcile.rows import Key, Row, Side
@@ -21,34 +28,45 @@ class Found:
     ods_rows: int = 0
 
 
-def bisect(source: Side, ods: Side, lo: int, hi: int, *, segments: int, fetch_below: int) -> Found:
+def bisect(source: Side, ods: Side, lo: int, hi: int, *, segments: int, fetch_below: int,
+           more: Callable[[], list[tuple[int, int]]] | None = None) -> Found:
     """Compare [lo, hi) of both sides: split it into `segments` sub-ranges, compare each one's
     (rows, hash sum), and go on into those that differ, reading a sub-range row by row once it
     holds at most `fetch_below` rows on either side (or is one coordinate wide).
 
-    """
+    `more`, called once after the first range's checksums: further top-level ranges to compare
+    (the ODS keys outside the database's bounds, known only once ODS has been read)."""
     found = Found()
-    pending = [(lo, hi)]
-    first = True
-    while pending:
-        a, b = pending.pop()
-        width = max(1, -(-(b - a) // segments))
-        mine, theirs = source.checksums(a, b, width), ods.checksums(a, b, width)
-        found.ranges += 1
-        if first:
-            found.source_rows = sum(n for n, _ in mine.values())
-            found.ods_rows = sum(n for n, _ in theirs.values())
-            first = False
-        for bucket in sorted(mine.keys() | theirs.keys()):
-            x, y = mine.get(bucket, (0, 0)), theirs.get(bucket, (0, 0))
-            if x == y:
-                continue
-            s_lo = a + bucket * width
-            s_hi = min(b, s_lo + width)
-            if max(x[0], y[0]) <= fetch_below or s_hi - s_lo <= 1:
-                found.leaves += 1
-                found.source.update(source.rows(s_lo, s_hi))
-                found.ods.update(ods.rows(s_lo, s_hi))
-            else:
-                pending.append((s_lo, s_hi))
+    pending = [(lo, hi, True)]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lake-reconcile-source") as pool:
+        while pending:
+            a, b, top = pending.pop()
+            width = max(1, -(-(b - a) // segments))
+            asked = pool.submit(source.checksums, a, b, width)
+            try:
+                theirs = ods.checksums(a, b, width)
+            finally:
+                mine = asked.result()
+            found.ranges += 1
+            if top:
+                found.source_rows += sum(n for n, _ in mine.values())
+                found.ods_rows += sum(n for n, _ in theirs.values())
+            if more is not None:
+                pending += [(x, y, True) for x, y in more() if x < y]
+                more = None
+            for bucket in sorted(mine.keys() | theirs.keys()):
+                x, y = mine.get(bucket, (0, 0)), theirs.get(bucket, (0, 0))
+                if x == y:
+                    continue
+                s_lo = a + bucket * width
+                s_hi = min(b, s_lo + width)
+                if max(x[0], y[0]) <= fetch_below or s_hi - s_lo <= 1:
+                    found.leaves += 1
+                    rows = pool.submit(source.rows, s_lo, s_hi)
+                    try:
+                        found.ods.update(ods.rows(s_lo, s_hi))
+                    finally:
+                        found.source.update(rows.result())
+                else:
+                    pending.append((s_lo, s_hi, False))
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -84,8 +84,8 @@ def reconcile_table(spark: SparkSession, project: Project, t: OdsTable, target: 
         ods = OdsSide(spark, table, r, cols, cfg.float_digits)
         source = SourceSide(src, r, cols)
         try:
-            lo, hi = _range(src, ods, r)
-            found = bisect(source, ods, lo, hi, segments=cfg.segments, fetch_below=cfg.fetch_below)
+            (lo, hi), more = _range(src, ods, r)
+            found = bisect(source, ods, lo, hi, segments=cfg.segments, fetch_below=cfg.fetch_below, more=more)
             ods.close()  # the re-reads below read the table afresh
             first = compare_rows(cols, found.source, found.ods, float_digits=cfg.float_digits, placeholder=placeholder)
             settled = settle(source, ods, cols, first, found.source, found.ods, settle_seconds=cfg.settle_seconds,
@@ -101,11 +101,23 @@ def reconcile_table(spark: SparkSession, project: Project, t: OdsTable, target: 
     return res, settled, cols, r
 
 
-def _range(src: SourceTable, ods: OdsSide, r: Ranged) -> tuple[int, int]:
+def _range(src: SourceTable, ods: OdsSide, r: Ranged) -> tuple[tuple[int, int], Callable[[], list[tuple[int, int]]] | None]:
+    """The first range to compare, and the ranges to add once ODS has been read. A key ranged by
+    value starts from the database's bounds (an index lookup), so the database's first checksum
+    query runs while Spark reads ODS; ODS keys outside those bounds are compared as ranges of
+    their own after it (`bisect`'s `more`). Reading ODS's bounds first would serialise the two."""
     if not r.by_value:
-        return _HASH_RANGE
-    bounds = [b for b in (*src.bounds(r), *ods.bounds()) if b is not None]
-    return (min(bounds), max(bounds) + 1) if bounds else (0, 1)
+        return _HASH_RANGE, None
+    s_lo, s_hi = src.bounds(r)
+    if s_lo is None or s_hi is None:  # an empty source table: whatever ODS holds is extra
+        o_lo, o_hi = ods.bounds()
+        return ((o_lo, o_hi + 1) if o_lo is not None and o_hi is not None else (0, 1)), None
+
+    def outside() -> list[tuple[int, int]]:
+        o_lo, o_hi = ods.bounds()  # from the cache the first checksums filled
+        return [] if o_lo is None or o_hi is None else [(o_lo, s_lo), (s_hi + 1, o_hi + 1)]
+
+    return (s_lo, s_hi + 1), outside
 
 
 def _fill(res: TableReconcile, s: Settled, cols: list[ColumnSpec], ranges: int) -> None:

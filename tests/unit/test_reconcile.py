@@ -6,6 +6,7 @@ Python that computes the same checksums; and the configuration's errors."""
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -157,6 +158,42 @@ def test_bisection_over_hashed_keys_for_string_and_composite_keys() -> None:
     f = bisect(a, b, 0, 1 << 32, segments=16, fetch_below=8)
     diffs = compare_rows(cols, {k[:2]: v for k, v in f.source.items()}, {k[:2]: v for k, v in f.ods.items()}, float_digits=6, placeholder="?")
     assert [(d.key, d.kind, d.columns) for d in diffs] == [(("c0", "13"), "missing", ()), (("c3", "3"), "changed", ("label",))]
+
+
+class Meeting(PySide):
+    """A side whose checksum and row reads wait (up to 5 s) for the other side's to start: the
+    bisection must run the two sides of a step at the same time, or each wait times out."""
+
+    def __init__(self, rows: dict[Key, tuple[str | None, ...]], mine: threading.Event, theirs: threading.Event) -> None:
+        super().__init__(rows)
+        self.mine, self.theirs, self.met = mine, theirs, []
+
+    def _meet(self) -> None:
+        self.mine.set()
+        self.met.append(self.theirs.wait(5))
+
+    def checksums(self, lo: int, hi: int, width: int) -> Sums:
+        self._meet()
+        return super().checksums(lo, hi, width)
+
+    def rows(self, lo: int, hi: int) -> dict[Key, Row]:
+        self._meet()
+        return super().rows(lo, hi)
+
+
+def test_both_sides_of_a_step_run_at_once_and_ods_keys_beyond_the_sources_bounds_are_compared() -> None:
+    """The database's query and Spark's side of each step overlap (a step costs the slower side);
+    the first range is the database's bounds, and ODS keys outside it come back through `more`."""
+    source = _table(50)
+    ods = {**source, ("70",): ("70", "late", None)}  # beyond the source's bounds: extra
+    ods[("7",)] = ("7", "broken", source[("7",)][2])
+    s_ev, o_ev = threading.Event(), threading.Event()
+    a, b = Meeting(source, s_ev, o_ev), Meeting(ods, o_ev, s_ev)
+    f = bisect(a, b, 0, 50, segments=4, fetch_below=4, more=lambda: [(50, 71)])
+    assert a.met and b.met and all(a.met) and all(b.met)
+    assert [(d.key, d.kind) for d in compare_rows(COLS, f.source, f.ods, float_digits=6, placeholder=PLACEHOLDER)] == [
+        (("7",), "changed"), (("70",), "extra")]
+    assert (f.source_rows, f.ods_rows) == (50, 51)
 
 
 def test_a_range_one_coordinate_wide_is_read_row_by_row() -> None:
