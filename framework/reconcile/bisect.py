@@ -34,39 +34,46 @@ def bisect(source: Side, ods: Side, lo: int, hi: int, *, segments: int, fetch_be
     (rows, hash sum), and go on into those that differ, reading a sub-range row by row once it
     holds at most `fetch_below` rows on either side (or is one coordinate wide).
 
-    `more`, called once after the first range's checksums: further top-level ranges to compare
-    (the ODS keys outside the database's bounds, known only once ODS has been read)."""
+    Level by level: every range of a level goes to each side at once (`checksums_many`: for ODS
+    one Spark job per level, not one per range), and so do the level's ranges read row by row.
+    `more`, called once after the first level: further top-level ranges to compare (the ODS keys
+    outside the database's bounds, known only once ODS has been read)."""
     found = Found()
-    pending = [(lo, hi, True)]
+    level: list[tuple[int, int, bool]] = [(lo, hi, True)]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lake-reconcile-source") as pool:
-        while pending:
-            a, b, top = pending.pop()
-            width = max(1, -(-(b - a) // segments))
-            asked = pool.submit(source.checksums, a, b, width)
+        while level:
+            spans = [(a, b, max(1, -(-(b - a) // segments))) for a, b, _ in level]
+            asked = pool.submit(source.checksums_many, spans)
             try:
-                theirs = ods.checksums(a, b, width)
+                theirs_all = ods.checksums_many(spans)
             finally:
-                mine = asked.result()
-            found.ranges += 1
-            if top:
-                found.source_rows += sum(n for n, _ in mine.values())
-                found.ods_rows += sum(n for n, _ in theirs.values())
+                mine_all = asked.result()
+            found.ranges += len(spans)
+            deeper: list[tuple[int, int, bool]] = []
+            leaves: list[tuple[int, int]] = []
+            for (a, b, width), (_, _, top), mine, theirs in zip(spans, level, mine_all, theirs_all, strict=True):
+                if top:
+                    found.source_rows += sum(n for n, _ in mine.values())
+                    found.ods_rows += sum(n for n, _ in theirs.values())
+                for bucket in sorted(mine.keys() | theirs.keys()):
+                    x, y = mine.get(bucket, (0, 0)), theirs.get(bucket, (0, 0))
+                    if x == y:
+                        continue
+                    s_lo = a + bucket * width
+                    s_hi = min(b, s_lo + width)
+                    if max(x[0], y[0]) <= fetch_below or s_hi - s_lo <= 1:
+                        leaves.append((s_lo, s_hi))
+                    else:
+                        deeper.append((s_lo, s_hi, False))
+            if leaves:
+                found.leaves += len(leaves)
+                rows = pool.submit(source.rows_many, leaves)
+                try:
+                    found.ods.update(ods.rows_many(leaves))
+                finally:
+                    found.source.update(rows.result())
             if more is not None:
-                pending += [(x, y, True) for x, y in more() if x < y]
+                deeper += [(x, y, True) for x, y in more() if x < y]
                 more = None
-            for bucket in sorted(mine.keys() | theirs.keys()):
-                x, y = mine.get(bucket, (0, 0)), theirs.get(bucket, (0, 0))
-                if x == y:
-                    continue
-                s_lo = a + bucket * width
-                s_hi = min(b, s_lo + width)
-                if max(x[0], y[0]) <= fetch_below or s_hi - s_lo <= 1:
-                    found.leaves += 1
-                    rows = pool.submit(source.rows, s_lo, s_hi)
-                    try:
-                        found.ods.update(ods.rows(s_lo, s_hi))
-                    finally:
-                        found.source.update(rows.result())
-                else:
-                    pending.append((s_lo, s_hi, False))
+            level = deeper
     return found

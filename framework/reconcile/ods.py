@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from framework.reconcile.canonical import NULL_MARK, SEPARATOR, ColumnSpec
-from framework.reconcile.rows import Key, Row, Sums
+from framework.reconcile.rows import Key, Row, Span, Sums
 from framework.reconcile.sql import Ranged
 from framework.table import timeline
 from framework.table.lake_table import LakeTable
@@ -69,6 +69,20 @@ def hash60(t: Column) -> Column:
     return F.conv(F.substring(F.md5(t), 18, 15), 16, 10).cast("decimal(20,0)")
 
 
+_BATCH = 64  # ranges per Spark job (a CASE of that many branches)
+
+
+def _which(spans: Sequence[Span]) -> Column:
+    """The index of the span a row's coordinate `_c` falls in (NULL: none)."""
+    c = F.col("_c")
+    out = None
+    for i, (lo, hi, _w) in enumerate(spans):
+        inside = (c >= F.lit(lo)) & (c < F.lit(hi))
+        out = F.when(inside, F.lit(i)) if out is None else out.when(inside, F.lit(i))
+    assert out is not None
+    return out
+
+
 def coordinate(r: Ranged, float_digits: int) -> Column:
     if r.by_value:
         return F.col(f"`{r.key[0].name}`").cast("bigint")
@@ -107,6 +121,38 @@ class OdsSide:
         got = (self._in(self._df, lo, hi).groupBy(F.expr(f"(_c - ({lo})) div {width}").alias("b"))
                .agg(F.count(F.lit(1)).alias("n"), F.sum("_h").alias("s")).collect())
         return {int(x["b"]): (int(x["n"]), int(x["s"])) for x in got}
+
+    def checksums_many(self, spans: Sequence[Span]) -> list[Sums]:
+        """Every span's checksums in one Spark job over the cached hashes (a job per range cost
+        most of a bisection: each scans the whole cache): each row's span by a CASE over the
+        (disjoint) ranges, grouped by span and sub-range."""
+        out: list[Sums] = []
+        for i in range(0, len(spans), _BATCH):
+            part = spans[i : i + _BATCH]
+            if len(part) == 1:
+                out.append(self.checksums(*part[0]))
+                continue
+            # Each row's span (CASE over the disjoint ranges), then its sub-range within it.
+            spanned = self._df.select("_c", "_h", _which(part).alias("_s")).where(F.col("_s").isNotNull())
+            spanned = spanned.select("_s", "_h", "_c",
+                                     F.element_at(F.array(*[F.lit(a).cast("bigint") for a, _, _ in part]), F.col("_s") + 1).alias("_lo"),
+                                     F.element_at(F.array(*[F.lit(w).cast("bigint") for _, _, w in part]), F.col("_s") + 1).alias("_w"))
+            got = (spanned.select("_s", "_h", F.expr("(_c - _lo) div _w").alias("b"))
+                   .groupBy("_s", "b").agg(F.count(F.lit(1)).alias("n"), F.sum("_h").alias("s")).collect())
+            sums: list[Sums] = [{} for _ in part]
+            for x in got:
+                sums[int(x["_s"])][int(x["b"])] = (int(x["n"]), int(x["s"]))
+            out += sums
+        return out
+
+    def rows_many(self, ranges: Sequence[tuple[int, int]]) -> dict[Key, Row]:
+        """The rows of all these ranges, in one Spark job per `_BATCH` ranges."""
+        out: dict[Key, Row] = {}
+        for i in range(0, len(ranges), _BATCH):
+            part = ranges[i : i + _BATCH]
+            cond = reduce(lambda a, b: a | b, [(F.col("_c") >= F.lit(lo)) & (F.col("_c") < F.lit(hi)) for lo, hi in part])
+            out.update(self._rows(self._df.where(cond)))
+        return out
 
     def _rows(self, df: DataFrame) -> dict[Key, Row]:
         names = [c.name for c in self.cols]

@@ -5,6 +5,7 @@ implement."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -21,6 +22,9 @@ class Row:
     values: tuple[str | None, ...]
 
 
+Span = tuple[int, int, int]  # [lo, hi) split into sub-ranges `width` wide
+
+
 class Side(Protocol):
     """One side of the comparison, over the compared columns (keys among them)."""
 
@@ -28,10 +32,38 @@ class Side(Protocol):
         """(rows, hash sum) of each sub-range b: [lo + b*width, lo + (b+1)*width) within [lo, hi)."""
         ...
 
+    def checksums_many(self, spans: Sequence[Span]) -> list[Sums]:
+        """`checksums` of each span (disjoint ranges), in their order."""
+        ...
+
     def rows(self, lo: int, hi: int) -> dict[Key, Row]:
         """Every row in [lo, hi)."""
+        ...
+
+    def rows_many(self, ranges: Sequence[tuple[int, int]]) -> dict[Key, Row]:
+        """Every row in any of these (disjoint) ranges."""
         ...
 
     def keyed(self, keys: Sequence[Key]) -> dict[Key, Row]:
         """The rows of these keys as they are now (a fresh read)."""
         ...
+
+
+class OneByOne(ABC):
+    """`checksums_many` and `rows_many` as one `checksums` / `rows` per range: for a side where
+    a range costs one cheap query (the database's index range scans)."""
+
+    @abstractmethod
+    def checksums(self, lo: int, hi: int, width: int) -> Sums: ...
+
+    @abstractmethod
+    def rows(self, lo: int, hi: int) -> dict[Key, Row]: ...
+
+    def checksums_many(self, spans: Sequence[Span]) -> list[Sums]:
+        return [self.checksums(lo, hi, width) for lo, hi, width in spans]
+
+    def rows_many(self, ranges: Sequence[tuple[int, int]]) -> dict[Key, Row]:
+        out: dict[Key, Row] = {}
+        for lo, hi in ranges:
+            out.update(self.rows(lo, hi))
+        return out

@@ -10,7 +10,7 @@ from typing import Any
 
 from framework.errors import LakeError
 from framework.reconcile.canonical import ColumnSpec
-from framework.reconcile.rows import Row, Sums
+from framework.reconcile.rows import OneByOne, Row, Sums
 from framework.reconcile.sql import Dialect, Ranged, dialect
 from models.reconcile import SourceDatabase
 
@@ -141,8 +141,9 @@ def _by_key(r: Ranged, cols: Sequence[ColumnSpec], got: list[tuple[Any, ...]]) -
     return out
 
 
-class SourceSide:
-    """A source table as the bisection's `Side` over the compared columns."""
+class SourceSide(OneByOne):
+    """A source table as the bisection's `Side` over the compared columns: one query per range
+    (an index range scan of an integer key)."""
 
     def __init__(self, table: SourceTable, r: Ranged, cols: Sequence[ColumnSpec]) -> None:
         self.table, self.r, self.cols = table, r, tuple(cols)

@@ -26,14 +26,14 @@ from framework.reconcile.canonical import (
     same_value,
 )
 from framework.reconcile.compare import compare_row, compare_rows
-from framework.reconcile.rows import Key, Row, Sums
+from framework.reconcile.rows import Key, OneByOne, Row, Span, Sums
 from framework.reconcile.settle import settle
 
 COLS = [ColumnSpec("id", "id", "int"), ColumnSpec("name", "name", "string"), ColumnSpec("ratio", "ratio", "float")]
 PLACEHOLDER = "__debezium_unavailable_value"
 
 
-class PySide:
+class PySide(OneByOne):
     """A table held in Python: key -> column texts, the coordinate the key itself (an integer
     key) or the hash of its text; the checksums by the rules the SQL and Spark sides follow.
     Counts the queries and rows read, as the database side does."""
@@ -166,7 +166,8 @@ class Meeting(PySide):
 
     def __init__(self, rows: dict[Key, tuple[str | None, ...]], mine: threading.Event, theirs: threading.Event) -> None:
         super().__init__(rows)
-        self.mine, self.theirs, self.met = mine, theirs, []
+        self.mine, self.theirs = mine, theirs
+        self.met: list[bool] = []
 
     def _meet(self) -> None:
         self.mine.set()
@@ -194,6 +195,37 @@ def test_both_sides_of_a_step_run_at_once_and_ods_keys_beyond_the_sources_bounds
     assert [(d.key, d.kind) for d in compare_rows(COLS, f.source, f.ods, float_digits=6, placeholder=PLACEHOLDER)] == [
         (("7",), "changed"), (("70",), "extra")]
     assert (f.source_rows, f.ods_rows) == (50, 51)
+
+
+class Batched(PySide):
+    """Counts the calls the bisection makes: ODS answers a level's ranges in one call."""
+
+    def __init__(self, rows: dict[Key, tuple[str | None, ...]]) -> None:
+        super().__init__(rows)
+        self.calls = 0
+
+    def checksums_many(self, spans: Sequence[Span]) -> list[Sums]:
+        self.calls += 1
+        return super().checksums_many(spans)
+
+    def rows_many(self, ranges: Sequence[tuple[int, int]]) -> dict[Key, Row]:
+        self.calls += 1
+        return super().rows_many(ranges)
+
+
+def test_each_level_of_the_bisection_is_one_call_per_side() -> None:
+    """Ten scattered differences in 100,000 rows: the ranges compared number dozens, the calls
+    to each side one per level (and one for the rows read), and exactly the ten keys are found."""
+    source = _table(100_000)
+    ods = dict(source)
+    broken = [(str(i),) for i in range(7, 100_000, 9_973)][:10]
+    for k in broken:
+        ods[k] = (k[0], "broken", source[k][2])
+    a, b = Batched(source), Batched(ods)
+    f = bisect(a, b, 0, 100_000, segments=8, fetch_below=8)
+    found = [d.key for d in compare_rows(COLS, f.source, f.ods, float_digits=6, placeholder=PLACEHOLDER)]
+    assert sorted(found) == sorted(broken)
+    assert f.ranges > 3 * b.calls and a.calls == b.calls <= 8
 
 
 def test_a_range_one_coordinate_wide_is_read_row_by_row() -> None:
