@@ -28,7 +28,6 @@ import argparse
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +41,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks._common import machine_info, write_markdown  # noqa: E402
-from benchmarks.incremental import BASE_TS, BOOTSTRAP_POSITION, STATUSES, Shape  # noqa: E402
+from benchmarks.incremental import BASE_TS, BOOTSTRAP_POSITION, STATUSES, Shape, pytest_running  # noqa: E402
 
 SECTION = "## Reconcile cost (benchmarks/reconcile_cost.py)"
 TARGET = 1.5  # reconcile / one checksum query, no difference
@@ -95,12 +94,6 @@ class Figures:
     diff_queries: int
     found: int
     fetched_source: int
-    status_equal: str
-    status_diff: str
-
-
-def pytest_running() -> bool:
-    return subprocess.run(["pgrep", "-f", "bin/pytest"], capture_output=True).returncode == 0
 
 
 def wait_idle(say: Any) -> None:
@@ -189,7 +182,7 @@ def measure(spark: Any, db: Any, root: Path, n: int, say: Any) -> Figures:
     say(f"  checksum query alone: {', '.join(f'{c:.2f}' for c, _ in checksum)} s; the ODS side alone: "
         f"{', '.join(f'{o:.2f}' for _, o in checksum)} s")
     return Figures(n, min(c for c, _ in checksum), min(o for _, o in checksum), best_eq[0], best_eq[1].checksum_queries, best_diff[0], best_diff[1].checksum_queries,
-                   best_diff[1].changed, best_diff[1].rows_fetched, best_eq[1].status, best_diff[1].status)
+                   best_diff[1].changed, best_diff[1].rows_fetched)
 
 
 def section(figs: list[Figures], command: str, info: dict[str, str]) -> str:
