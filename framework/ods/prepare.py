@@ -260,7 +260,17 @@ def _tally(p: Prepared, out: DataFrame, bad_rows: DataFrame, st: TableState) -> 
     """Counts of the table's batch result, and its binlog high-water mark after the commit."""
     tr = p.result
     p.high_water = st.high_water
-    for r in out.groupBy("_deleted", "_lake_truncated", "_lake_replayed").agg(F.count(F.lit(1)).alias("count"), F.max("_lake_hw").alias("hw")).collect():
+    # One Spark job for both tallies: the rows' kinds and the bad rows' reasons, as one union.
+    hw_type = out.schema["_lake_hw"].dataType
+    rows = out.groupBy("_deleted", "_lake_truncated", "_lake_replayed").agg(F.count(F.lit(1)).alias("count"), F.max("_lake_hw").alias("hw"))
+    bad = bad_rows.groupBy("_bad").agg(F.count(F.lit(1)).alias("count")).select(
+        F.lit(None).cast("boolean").alias("_deleted"), F.lit(None).cast("int").alias("_lake_truncated"),
+        F.lit(None).cast("boolean").alias("_lake_replayed"), F.col("count"), F.lit(None).cast(hw_type).alias("hw"), F.col("_bad"))
+    for r in rows.withColumn("_bad", F.lit(None).cast("string")).unionByName(bad, allowMissingColumns=False).collect():
+        if r["_bad"] is not None:
+            tr.dead_letter += r["count"]
+            p.dead_reasons[r["_bad"]] = p.dead_reasons.get(r["_bad"], 0) + r["count"]
+            continue
         if r["_lake_replayed"]:
             tr.replayed += r["count"]
             continue
@@ -275,9 +285,6 @@ def _tally(p: Prepared, out: DataFrame, bad_rows: DataFrame, st: TableState) -> 
             tr.deletes += r["count"]
         else:
             tr.upserts += r["count"]
-    for r in bad_rows.groupBy("_bad").count().collect():
-        tr.dead_letter += r["count"]
-        p.dead_reasons[r["_bad"]] = p.dead_reasons.get(r["_bad"], 0) + r["count"]
 
 
 def _backwards(ctx: BatchContext, t: OdsTable, hw: HighWater | None) -> Column:
