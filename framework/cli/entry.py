@@ -7,11 +7,18 @@ import sys
 
 
 def main() -> None:
-    from framework.engine.client import run
+    """Ctrl-C before a command's own handling takes over (while the client connects to an engine,
+    or while the command's modules load) still ends with "interrupted" and exit code 130, as a
+    command interrupted later does, not with a stack trace."""
+    try:
+        from framework.engine.client import run
 
-    code = run(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
-    from framework.cli.main import main as cli
+        code = run(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
+        from framework.cli.main import main as cli
 
-    cli()
+        cli()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)

@@ -93,3 +93,21 @@ def test_the_engine_s_streams_carry_text_to_the_client_and_are_text_streams_to_c
             received += data
         assert received == "Error: no such table\nü".encode()
     assert not out.isatty()  # between commands: the engine's own log
+
+
+def test_ctrl_c_before_the_command_takes_over_is_interrupted_not_a_stack_trace(monkeypatch: pytest.MonkeyPatch,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C while the client reaches an engine (before its relay or the command's own handling)
+    ends as any interrupted command does: "interrupted", exit code 130."""
+    from framework.cli import entry
+
+    def pressed(argv: list[str]) -> int | None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(client, "run", pressed)
+    monkeypatch.setattr(sys, "argv", ["lake", "build"])
+    with pytest.raises(SystemExit) as done:
+        entry.main()
+    assert done.value.code == 130
+    err = capsys.readouterr().err
+    assert err == "interrupted\n"
