@@ -266,7 +266,7 @@ def _tally(p: Prepared, out: DataFrame, bad_rows: DataFrame, st: TableState) -> 
     bad = bad_rows.groupBy("_bad").agg(F.count(F.lit(1)).alias("count")).select(
         F.lit(None).cast("boolean").alias("_deleted"), F.lit(None).cast("int").alias("_lake_truncated"),
         F.lit(None).cast("boolean").alias("_lake_replayed"), F.col("count"), F.lit(None).cast(hw_type).alias("hw"), F.col("_bad"))
-    for r in rows.withColumn("_bad", F.lit(None).cast("string")).unionByName(bad, allowMissingColumns=False).collect():
+    for r in rows.withColumn("_bad", F.lit(None).cast("string")).unionByName(bad).collect():
         if r["_bad"] is not None:
             tr.dead_letter += r["count"]
             p.dead_reasons[r["_bad"]] = p.dead_reasons.get(r["_bad"], 0) + r["count"]

@@ -160,7 +160,22 @@ def test_bisection_over_hashed_keys_for_string_and_composite_keys() -> None:
     assert [(d.key, d.kind, d.columns) for d in diffs] == [(("c0", "13"), "missing", ()), (("c3", "3"), "changed", ("label",))]
 
 
-class Meeting(PySide):
+class Observed(PySide):
+    """A side that calls `_seen()` before each single-range checksum or row read."""
+
+    def _seen(self) -> None:
+        pass
+
+    def checksums(self, lo: int, hi: int, width: int) -> Sums:
+        self._seen()
+        return super().checksums(lo, hi, width)
+
+    def rows(self, lo: int, hi: int) -> dict[Key, Row]:
+        self._seen()
+        return super().rows(lo, hi)
+
+
+class Meeting(Observed):
     """A side whose checksum and row reads wait (up to 5 s) for the other side's to start: the
     bisection must run the two sides of a step at the same time, or each wait times out."""
 
@@ -169,17 +184,9 @@ class Meeting(PySide):
         self.mine, self.theirs = mine, theirs
         self.met: list[bool] = []
 
-    def _meet(self) -> None:
+    def _seen(self) -> None:
         self.mine.set()
         self.met.append(self.theirs.wait(5))
-
-    def checksums(self, lo: int, hi: int, width: int) -> Sums:
-        self._meet()
-        return super().checksums(lo, hi, width)
-
-    def rows(self, lo: int, hi: int) -> dict[Key, Row]:
-        self._meet()
-        return super().rows(lo, hi)
 
 
 def test_both_sides_of_a_step_run_at_once_and_ods_keys_beyond_the_sources_bounds_are_compared() -> None:
@@ -197,7 +204,7 @@ def test_both_sides_of_a_step_run_at_once_and_ods_keys_beyond_the_sources_bounds
     assert (f.source_rows, f.ods_rows) == (50, 51)
 
 
-class Batched(PySide):
+class Batched(Observed):
     """Counts the calls the bisection makes to a side (a batch is one call, however many ranges
     it holds; a single range asked on its own is one call too)."""
 
@@ -206,17 +213,9 @@ class Batched(PySide):
         self.calls = 0
         self._batch = False
 
-    def _one(self) -> None:
+    def _seen(self) -> None:
         if not self._batch:
             self.calls += 1
-
-    def checksums(self, lo: int, hi: int, width: int) -> Sums:
-        self._one()
-        return super().checksums(lo, hi, width)
-
-    def rows(self, lo: int, hi: int) -> dict[Key, Row]:
-        self._one()
-        return super().rows(lo, hi)
 
     def checksums_many(self, spans: Sequence[Span]) -> list[Sums]:
         self.calls, self._batch = self.calls + 1, True
