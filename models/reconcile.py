@@ -14,6 +14,14 @@ Dialect = Literal["mariadb", "mysql", "postgres"]
 _PORTS = {"mariadb": 3306, "mysql": 3306, "postgres": 5432}
 
 
+class ConnectSettings(StrictModel):
+    """The Kafka Connect worker running the database's Debezium connector: its committed offset
+    tells how far the stream has read the database (`lake reconcile` waits for it)."""
+
+    url: str = Field(description="Connect's REST address, e.g. `http://connect:8083` or `${CONNECT_URL}`.")
+    connector: str = Field(description="The Debezium connector's name in that worker.")
+
+
 class SourceDatabase(StrictModel):
     """One source database, by the `<db>` part of the ODS tables' `source:` (the database
     Debezium reads). Put the password in as `${VAR}` (lake refuses one written in the file)."""
@@ -21,9 +29,21 @@ class SourceDatabase(StrictModel):
     dialect: Dialect = Field(description="`mariadb`, `mysql` or `postgres`.")
     host: str = Field(description="Host name or address, e.g. `${SHOP_DB_HOST}`.")
     port: int | None = Field(default=None, ge=1, le=65535, description="Default 3306 (MariaDB, MySQL) or 5432 (PostgreSQL).")
-    user: str = Field(description="A user that may SELECT the tables (and, for `--repair`, nothing more).")
+    user: str = Field(description="A user that may SELECT the tables (for `--repair` with `signal:`, also INSERT on the "
+                      "signal table; without it, REPLICATION CLIENT on MariaDB/MySQL to read the binlog position).")
     password: str | None = Field(default=None, description="Always `${VAR}`, never the password itself.")
     database: str | None = Field(default=None, description="The database to connect to; default: the `<db>` of `source:`.")
+    signal: str | None = Field(default=None, pattern=r"^[^.\s]+\.[^.\s]+$",
+                               description="The Debezium connector's signal table, as its `signal.data.collection` names it "
+                               "(`<db>.<table>`; `<schema>.<table>` on PostgreSQL). `--repair` then asks the connector for an "
+                               "incremental snapshot of the differing keys instead of writing them into ODS itself, and "
+                               "`lake ingest` skips the signal table's own change events.")
+    connect: ConnectSettings | None = Field(default=None, description="Where the database's Debezium connector runs. "
+                                            "With it, a differing key is re-read once ODS has taken every change the database "
+                                            "committed before the re-read (exact, however long ingest lags) instead of after "
+                                            "`settle_seconds`.")
+    signal_max_chars: int = Field(default=2048, ge=256, description="The length of the signal table's `data` column: "
+                                  "differing keys are split over as many signals as keep each within it.")
 
     @property
     def port_or_default(self) -> int:
@@ -86,3 +106,4 @@ class TableReconcile(BaseModel):
     rows_fetched: int = 0  # rows read from the database row by row (bisection's end, re-checks)
     seconds: float = 0.0
     repaired: int = 0  # `--repair`: keys written into ODS (upserts and deletes)
+    requested: int = 0  # `--repair` with a signal table: keys asked of the connector's incremental snapshot

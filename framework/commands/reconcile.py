@@ -46,9 +46,9 @@ def run_reconcile(*, project: Project, tables: Sequence[tuple[OdsTable, SourceTa
                 res, settled, cols, ranged = reconcile_table(spark, project, t, target, cfg)
                 if repair and res.status == "differs":
                     with locked(project, [table_lock(t.qualified_name)], lock_timeout, argv, on_stale):
-                        res.repaired = repair_table(spark, project, t, target, cols, ranged, [d for d, _, _ in settled.differences],
-                                                    rec.run_id)
-                    res.reason += f"; repair: {res.repaired} key(s) written into {t.qualified_name} from the source"
+                        done = repair_table(spark, project, t, target, cols, ranged, [d for d, _, _ in settled.differences], rec.run_id)
+                    res.repaired, res.requested = done.written, done.requested
+                    res.reason += f"; repair: {done.describe(t.qualified_name)}"
             except LakeError as e:
                 res = TableReconcile(table=t.qualified_name, source=t.source, status="failed", reason=str(e))
             rec.reconciled.append(res)

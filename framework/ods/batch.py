@@ -40,6 +40,7 @@ from framework.ods.prepare import Prepared, prepare
 from framework.project.config import Project
 from framework.project.types import normalize
 from framework.quality.ods_gate import BatchBlocked
+from framework.reconcile.target import signal_sources
 from framework.runtime.faults import failpoint
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
@@ -68,6 +69,7 @@ class OdsBatchWriter:
         self.ctx = BatchContext(spark, project, self.layout, stream_id, self.run_id, replay_guard)
         self.tables = {t.source: t for t in project.ods_tables if only is None or t.table_name in only}
         self.all_sources = {t.source for t in project.ods_tables}
+        self.signals = signal_sources(project)
         self.state: dict[str, TableState] = {}
 
     def _state(self, t: OdsTable) -> TableState:
@@ -102,7 +104,7 @@ class OdsBatchWriter:
 
     def process(self, msgs: DataFrame, batch_id: int) -> BatchResult:
         started = datetime.now(timezone.utc)
-        env = envelopes(msgs, set(self.all_sources)).persist(StorageLevel.MEMORY_AND_DISK)
+        env = envelopes(msgs, set(self.all_sources), self.signals).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             if self.project.config.ods.auto_create.enabled and self.only is None:
                 auto_create(self.project, env, self.tables, self.all_sources)

@@ -4,7 +4,8 @@
 `control`: the messages a real Debezium connector writes besides row changes, when lake subscribes
 to its other topics too (a `topic_pattern` such as `dbserver1.*` does): schema-change events (the
 `<prefix>` topic) and schema-history records (`ddl`), transaction metadata (`status` BEGIN/END
-with an `id`; provide.transaction.metadata) and heartbeats (`ts_ms` alone; heartbeat.interval.ms).
+with an `id`; provide.transaction.metadata), heartbeats (`ts_ms` alone; heartbeat.interval.ms) and
+the change events of the connector's signal table (`reconcile.sources.*.signal`).
 They carry no row, so they are counted and skipped. Row events carry the column types lake needs
 in their own schema block, so the DDL is not needed either.
 
@@ -64,10 +65,11 @@ def _flattened(has_payload: Column) -> Column:
     return F.when(F.col("p.op").isNull(), flat)
 
 
-def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
+def envelopes(msgs: DataFrame, declared: Collection[str], signals: Collection[str] = ()) -> DataFrame:
     """One row per message: op, images, schema block, routing id (`tbl`), source positions and
     times, parse errors, whether it is a tombstone or a Debezium control message (`control`),
-    and the row image as a map (`img`)."""
+    and the row image as a map (`img`). `signals`: the routing ids of Debezium signal tables
+    (`reconcile.sources.*.signal`), whose change events are control messages too."""
     env = F.from_json(F.col("value"), D.ENVELOPE, D.JSON_OPTS)
     df = msgs.withColumn("env", env)
     has_payload = F.col("env.payload").isNotNull()
@@ -81,6 +83,7 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
     # (kept as `msg_schema` for the dead letter), and `problem`, why a message was not decoded.
     given = "schema" in msgs.columns
     schema = F.coalesce(F.col("schema"), F.when(has_payload, F.col("env.schema"))) if given else F.when(has_payload, F.col("env.schema"))
+    tbl = routing_id(F.col("src"), declared)
     extra = [c for c in ("msg_key", "problem") if c in msgs.columns] + ([F.col("schema").alias("msg_schema")] if given else [])
     df = df.select(
         "value", "loc", "arrival", "origin", *extra,
@@ -92,14 +95,15 @@ def envelopes(msgs: DataFrame, declared: Collection[str]) -> DataFrame:
         F.col("p.after").isNotNull().alias("has_after"),
         F.from_json(F.when(F.col("p.op") == "d", F.col("p.before")).otherwise(F.col("p.after")), D.IMAGE_MAP).alias("img"),  # type: ignore[arg-type]
         schema.alias("schema_raw"),
-        routing_id(F.col("src"), declared).alias("tbl"),
+        tbl.alias("tbl"),
         F.coalesce(F.col("src.ts_ms"), F.col("p.ts_ms")).alias("ts_raw"),
         pos_seq.alias("pos_seq"),
         D.source_server(F.col("src")).alias("server"),
         D.binlog_position(pos_seq, F.col("src")).alias("binlog_pos"),
         F.col("env._corrupt").alias("corrupt"),
         F.col("p._corrupt").alias("pcorrupt"),
-        _control(has_payload, schema).alias("control"),
+        (F.when(tbl.isin(list(signals)), F.lit("signal")).otherwise(_control(has_payload, schema)) if signals
+         else _control(has_payload, schema)).alias("control"),
         _flattened(has_payload).alias("flattened"),
         (
             F.col("value").isNull()  # a Kafka tombstone (Debezium's after a delete)

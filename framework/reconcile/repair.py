@@ -14,6 +14,7 @@ later re-insert, and its tombstone keeps a late older event from resurrecting th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import reduce
 
@@ -25,6 +26,7 @@ from framework.ods import decode as D
 from framework.ods.batch import META_COLUMNS
 from framework.ods.position import parse_position, seq_at
 from framework.project.config import Project
+from framework.reconcile import signal
 from framework.reconcile.canonical import ColumnSpec
 from framework.reconcile.compare import KeyDiff
 from framework.reconcile.ods import text
@@ -65,15 +67,41 @@ def _key_filter(t_key: Sequence[str], cols: Sequence[ColumnSpec], keys: Sequence
         for key in keys])
 
 
+@dataclass(frozen=True)
+class Repaired:
+    """What `--repair` did to one table: keys written into ODS (upserts and deletes), keys asked
+    of the connector's incremental snapshot, and the signals that asked."""
+
+    written: int = 0
+    requested: int = 0
+    signals: tuple[str, ...] = ()
+
+    def describe(self, table: str) -> str:
+        parts = []
+        if self.requested:
+            parts.append(f"{self.requested} key(s) asked of the connector as an incremental snapshot (signal "
+                         f"{', '.join(self.signals)}): they reach {table} through the stream, with the next ingest")
+        if self.written or not self.requested:
+            parts.append(f"{self.written} key(s) written into {table} from the source")
+        return "; ".join(parts)
+
+
 def repair(spark: SparkSession, project: Project, t: OdsTable, target: SourceTarget, cols: Sequence[ColumnSpec], r: Ranged,
-           differences: Sequence[KeyDiff], run_id: str) -> int:
-    """Write the differing keys' source rows into ODS and delete its extra keys; returns how many
-    keys were written. The caller holds the table's lock."""
+           differences: Sequence[KeyDiff], run_id: str) -> Repaired:
+    """Bring the differing keys' source rows into ODS (through the connector's incremental
+    snapshot when `reconcile.sources.<db>.signal` names its signal table, else read here and
+    upserted) and delete its extra keys. The caller holds the table's lock."""
     upsert = [d.key for d in differences if d.kind in ("missing", "changed")]
     extra = [d.key for d in differences if d.kind == "extra"]
     cfg = settings_of(project)
+    signals: list[str] = []
     with SourceTable(target.settings, target.db_name, target.parts, cfg.float_digits) as src:
         position = src.position()  # before the reads: whatever they see is at or after it
+        if upsert and target.settings.signal:
+            signals = _request(src, target, cols, r, upsert, cfg.float_digits)
+            requested, upsert = len(upsert), []
+        else:
+            requested = 0
         rows = src.keyed(r, cols, upsert) if upsert else {}
         still_there = src.keyed(r, cols, extra) if extra else {}
     extra = [k for k in extra if k not in still_there]  # re-inserted since: the stream brings it
@@ -116,7 +144,20 @@ def repair(spark: SparkSession, project: Project, t: OdsTable, target: SourceTar
                 written += n
         finally:
             deletes.unpersist()
-    return written
+    return Repaired(written=written, requested=requested, signals=tuple(signals))
+
+
+def _request(src: SourceTable, target: SourceTarget, cols: Sequence[ColumnSpec], r: Ranged, keys: Sequence[Key], digits: int) -> list[str]:
+    """Signal the connector to snapshot exactly `keys`; the signals' ids."""
+    assert target.settings.signal is not None
+    coll = signal.collection(target)
+    conditions = signal.key_conditions(src.sql, r.key, keys, digits)
+    ids = []
+    for data in signal.payloads(coll, conditions, target.settings.signal_max_chars):
+        ident = signal.signal_id()
+        src.signal(target.settings.signal, ident, data)
+        ids.append(ident)
+    return ids
 
 
 def _above(at_position: Column, stored: Column) -> Column:

@@ -4,6 +4,8 @@ column types, the checksum queries, row reads and the current log position."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -111,6 +113,23 @@ class SourceTable:
             self.fetched += len(got)
             out.update(_by_key(r, cols, got))
         return out
+
+    def signal(self, table: str, ident: str, data: str, kind: str = "execute-snapshot") -> None:
+        """Insert one signal into the connector's signal table (`<db>.<table>`, `<schema>.<table>`
+        on PostgreSQL): id, type, data, Debezium's three columns in order."""
+        ref = self.sql.table(table.split("."))
+        try:
+            self._run(f"INSERT INTO {ref} VALUES (%s, %s, %s)", (ident, kind, data))
+        except Exception as e:  # the driver's own error: say which table and what it needs
+            raise LakeError(f"cannot write the snapshot signal into {table} on {self.settings.host}: "
+                            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                            fix=f"create the signal table (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048)), "
+                                f"set the connector's signal.data.collection to {table}, and GRANT INSERT on it to {self.settings.user}") from e
+
+    def log_signal(self, table: str, message: str) -> None:
+        """A `log` signal (the connector writes `message` to its log and does nothing else): a
+        captured write that moves the connector's offset on an otherwise idle database."""
+        self.signal(table, "lake-log-" + uuid.uuid4().hex[:32], json.dumps({"message": message}), kind="log")
 
     def position(self) -> str:
         """The database's current log position, as `lake ingest --position` takes it: `mysql-bin.000003:1234`

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from framework.project.config import Project
 from framework.reconcile.bisect import bisect
 from framework.reconcile.canonical import ColumnSpec, UnsupportedColumn, kind_of
+from framework.reconcile.caught_up import CatchUp
 from framework.reconcile.compare import KeyDiff, compare_rows
 from framework.reconcile.ods import OdsSide
 from framework.reconcile.rows import Row
@@ -88,8 +89,10 @@ def reconcile_table(spark: SparkSession, project: Project, t: OdsTable, target: 
             found = bisect(source, ods, lo, hi, segments=cfg.segments, fetch_below=cfg.fetch_below, more=more)
             ods.close()  # the re-reads below read the table afresh
             first = compare_rows(cols, found.source, found.ods, float_digits=cfg.float_digits, placeholder=placeholder)
+            connect = target.settings.connect
             settled = settle(source, ods, cols, first, found.source, found.ods, settle_seconds=cfg.settle_seconds,
-                             timeout=cfg.timeout_seconds, float_digits=cfg.float_digits, placeholder=placeholder)
+                             timeout=cfg.timeout_seconds, float_digits=cfg.float_digits, placeholder=placeholder,
+                             catch_up=CatchUp(spark, project, src, connect) if connect else None)
         finally:
             ods.close()
         res.source_rows, res.ods_rows = found.source_rows, found.ods_rows
@@ -136,7 +139,11 @@ def _fill(res: TableReconcile, s: Settled, cols: list[ColumnSpec], ranges: int) 
         parts.append(f"{len(s.unknown)} key(s) equal but for unavailable (TOASTed) values ODS never received")
     if s.rechecked > differing + len(s.in_flight):
         parts.append(f"{s.rechecked - differing - len(s.in_flight)} key(s) in flight at the first read, equal once re-read")
-    if s.in_flight:
+    if s.caught_up:
+        parts.append("re-read once ODS had taken every change the database committed before the re-read")
+    if s.in_flight and s.waited:
+        parts.append(f"{len(s.in_flight)} key(s) in flight, not counted: {s.waited}")
+    elif s.in_flight:
         parts.append(f"{len(s.in_flight)} key(s) still changing at the timeout (in flight, not counted)")
     res.reason = "; ".join(parts)
 

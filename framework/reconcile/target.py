@@ -47,3 +47,21 @@ def target_of(project: Project, t: OdsTable) -> SourceTarget:
                                        f"{t.source}: a {src.dialect} table is `<db>.<table>`",
                                        f"write `source: {db}.{parts[-1]}`, or set dialect: postgres for reconcile.sources.{db}")])
     return SourceTarget(db, src, (db, parts[1]))
+
+
+def signal_sources(project: Project) -> list[str]:
+    """The routing ids (framework/ods/routing.py) of the signal tables `reconcile.sources.*.signal`
+    names: `<db>.<table>`; on PostgreSQL `<db>.<schema>.<table>`, and `<db>.<table>` too in `public`."""
+    out = []
+    for db, src in settings_of(project).sources.items():
+        if not src.signal:
+            continue
+        first, table = src.signal.split(".")
+        if src.dialect == "postgres":
+            name = src.database or db
+            out.append(f"{name}.{first}.{table}")
+            if first == "public":
+                out.append(f"{name}.{table}")
+        else:
+            out.append(src.signal)
+    return sorted(out)

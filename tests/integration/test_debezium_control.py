@@ -37,22 +37,34 @@ def _op(value: str | None) -> str | None:
     return body["payload"].get("op") if body and isinstance(body.get("payload"), dict) else None
 
 
+def _signal_event(msgs: list[tuple[str, str | None, str | None]]) -> tuple[str, str | None, str | None]:
+    """An insert into the signal table `shop.debezium_signal`, made from a captured insert."""
+    topic, _, value = next(m for m in msgs if _op(m[2]) == "c")
+    body = json.loads(value or "")
+    body["payload"]["source"]["table"] = "debezium_signal"
+    body["payload"]["after"] = {"id": "lake-reconcile-1", "type": "execute-snapshot", "data": "{}"}
+    return topic.rsplit(".", 1)[0] + ".debezium_signal", json.dumps({"id": "lake-reconcile-1"}), json.dumps(body)
+
+
 def test_control_messages_are_skipped_and_rows_land(tmp_path: Path, spark: Any, kafka_broker: Any) -> None:
     prefix = f"ctl{uuid.uuid4().hex[:8]}"
     pattern = rf"(__debezium-heartbeat\.)?{prefix}(\..*)?"
     source = {"kind": "kafka", "bootstrap_servers": kafka_broker.bootstrap_servers, "topic_pattern": pattern, "connect_timeout_seconds": 20}
     # No `key:`: the key comes from the Kafka message key, which a schema change ({databaseName})
     # and a heartbeat ({serverName}) must not supply.
-    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.product, name: product}\n", "ods:\n  source: " + json.dumps(source) + "\n")
+    # The connector's signal table (reconcile --repair's incremental snapshots): its own change
+    # events are control messages too, not an undeclared table's dead letters.
+    signal = "reconcile:\n  sources:\n    shop: {dialect: mariadb, host: 127.0.0.1, user: lake, signal: shop.debezium_signal}\n"
+    lp = LakeProject(tmp_path, "tables:\n  - {source: shop.product, name: product}\n", "ods:\n  source: " + json.dumps(source) + "\n" + signal)
     msgs = _messages(prefix)
     truncate = [m for m in msgs if _op(m[2]) == "t"]
-    first = [m for m in msgs if m not in truncate]
+    first = [m for m in msgs if m not in truncate] + [_signal_event(msgs)]
     for topic, key, value in first:
         kafka_broker.produce(topic, [(key, value)])
 
     s = lp.ingest(spark)
     assert s.dead_letter == 0, lp.dead_letters(spark)
-    assert s.control == 5  # schema change, schema history, BEGIN, END, heartbeat
+    assert s.control == 6  # schema change, schema history, BEGIN, END, heartbeat, the signal table's insert
     assert s.tombstones == 1
     # Snapshot pid 1 and 2, insert 3, update 1 (59.00 -> 60.00), delete 2.
     rows = lp.rows(spark, "product", ["pid", "pname", "pprice"])

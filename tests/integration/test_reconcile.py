@@ -34,6 +34,7 @@ from framework.runtime.paths import Layout
 from framework.table import kinds
 from framework.table.hudi import HOODIE_META_COLUMNS
 from framework.table.lake_table import ProjectDefaults
+from tests.cdc_chain import dead_letters
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
 
@@ -56,6 +57,8 @@ MARIADB_DDL = [
     "weight FLOAT NULL, name VARCHAR(64) NULL, note TEXT NULL, created DATETIME(6) NULL, updated TIMESTAMP(3) NULL DEFAULT NULL, "
     "day DATE NULL, at_time TIME(6) NULL, raw VARBINARY(16) NULL)",
     "CREATE TABLE tags (code VARCHAR(20), n INT, label VARCHAR(40) NULL, PRIMARY KEY (code, n))",
+    # The connector's signal table (Debezium's documented shape): --repair's incremental snapshots.
+    "CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL)",
 ]
 
 
@@ -65,7 +68,8 @@ def _write(root: Path, files: dict[str, str]) -> None:
         (root / rel).write_text(text, encoding="utf-8")
 
 
-def _project(root: Path, servers: str, prefix: str, db: str, dialect: str, port: int, user: str, sources: list[tuple[str, str]]) -> None:
+def _project(root: Path, servers: str, prefix: str, db: str, dialect: str, port: int, user: str, sources: list[tuple[str, str]],
+             signal: str | None = None, connect: Any = None) -> None:
     tables = "".join(f"  - {{source: {s}, key: [{k}]}}\n" for s, k in sources)
     _write(root, {
         "lake.yaml": (
@@ -74,7 +78,9 @@ def _project(root: Path, servers: str, prefix: str, db: str, dialect: str, port:
             f"    topic_pattern: '^(__debezium-heartbeat\\.)?{prefix}(\\..*)?$'\n    connect_timeout_seconds: 20\n"
             f"reconcile:\n  sources:\n    {db}:\n      dialect: {dialect}\n      host: 127.0.0.1\n      port: {port}\n"
             f"      user: {user}\n      password: ${{RECON_DB_PASSWORD}}\n"
-            "  segments: 8\n  fetch_below: 16\n  settle_seconds: 2\n  timeout_seconds: 60\n"
+            + (f"      signal: {signal}\n" if signal else "")
+            + (f"      connect: {{url: '{connect.worker.rest}', connector: {connect.name}}}\n" if connect else "")
+            +             "  segments: 8\n  fetch_below: 16\n  settle_seconds: 2\n  timeout_seconds: 60\n"
         ),
         "layers/ods/recon.yaml": "tables:\n" + tables,
     })
@@ -175,9 +181,10 @@ def test_reconcile_mariadb(tmp_path: Path, spark: Any, cdc_chain: Any, monkeypat
         cur.executemany(f"INSERT INTO items VALUES ({', '.join(['%s'] * 13)})", [_items_row(i) for i in range(1, ROWS + 1)])
         cur.executemany("INSERT INTO tags VALUES (%s, %s, %s)", [(f"c{i % 17}", i, None if i % 9 == 0 else f"l{i}") for i in range(300)])
     conn.close()
+    signal = f"{database}.debezium_signal"
     _project(tmp_path, cdc_chain.broker.bootstrap_servers, prefix, database, "mariadb", db.port, USER,
-             [(f"{database}.items", "id"), (f"{database}.tags", "code, n")])
-    with cdc_chain.connector(prefix, [database]) as connect:
+             [(f"{database}.items", "id"), (f"{database}.tags", "code, n")], signal=signal)
+    with cdc_chain.connector(prefix, [database], **{"signal.data.collection": signal}) as connect:
         _ingest(spark, tmp_path, connect)
 
         # Equal: every type's canonical text agrees between MariaDB's SQL and Spark.
@@ -206,12 +213,42 @@ def test_reconcile_mariadb(tmp_path: Path, spark: Any, cdc_chain: Any, monkeypat
         rec = history.latest(Layout(load_project(tmp_path).warehouse), lambda x: x.command == "reconcile")
         assert rec is not None and rec.status == "failed" and {x.table for x in rec.reconciled if x.status == "differs"} == {"ods.items", "ods.tags"}
 
-        # --repair: written from the source; equal again.
+        # --repair through the stream: the missing and changed keys are asked of the connector as an
+        # incremental snapshot (one signal per table); the extra key, which no snapshot can delete,
+        # is deleted at the database's position. The snapshot's reads reach ODS with the next ingest.
         r = lake(tmp_path, "reconcile", "--repair", "--json")
         assert r.exit_code == 1, r.output
-        assert _results(r)["ods.items"]["repaired"] == 5 and _results(r)["ods.tags"]["repaired"] == 1, r.output
-        r = lake(tmp_path, "reconcile", "--json")
+        items, tags = _results(r)["ods.items"], _results(r)["ods.tags"]
+        assert (items["requested"], items["repaired"], tags["requested"], tags["repaired"]) == (4, 1, 1, 0), r.output
+        assert "incremental snapshot" in items["reason"], items["reason"]
+        deadline = time.monotonic() + 180
+        while True:
+            _ingest(spark, tmp_path, connect)
+            r = lake(tmp_path, "reconcile", "--json", "--settle", "0", "--timeout", "0")
+            if r.exit_code == 0 or time.monotonic() > deadline:
+                break
         assert r.exit_code == 0, r.output
+        assert dead_letters(spark, tmp_path) == []  # the signal table's own events (signals, watermarks) are skipped
+        ods = kinds.ods(Layout(load_project(tmp_path).warehouse), ProjectDefaults.of(load_project(tmp_path)), load_project(tmp_path).ods_table("ods.items"))
+        came = {r["id"]: (r["_op"], r["_source"]) for r in ods.read(spark).where("id IN (10, 30, 40, 5000)").select("id", "_op", "_source").collect()}
+        assert set(came) == {10, 30, 40, 5000} and all(op == "r" and not src.startswith("reconcile:") for op, src in came.values()), came
+
+        # Ingest lagging far longer than settle_seconds: a change the database committed before the
+        # reconcile reaches ODS only 20 s into it. With the connector's offset and ODS's checkpoint to
+        # compare (`connect:`), reconcile re-reads the key once ODS has reached the database's
+        # position: in flight, not a difference. (Re-read after the 1-s pause alone, it would be one.)
+        _project(tmp_path, cdc_chain.broker.bootstrap_servers, prefix, database, "mariadb", db.port, USER,
+                 [(f"{database}.items", "id"), (f"{database}.tags", "code, n")], signal=signal, connect=connect)
+        db.execute(["UPDATE items SET name = 'lagging' WHERE id = 7"], database)
+        late = threading.Timer(20, lambda: _ingest(spark, tmp_path, connect))
+        late.start()
+        try:
+            r = lake(tmp_path, "reconcile", "--json", "--settle", "1", "--timeout", "180")
+        finally:
+            late.join()
+        assert r.exit_code == 0, r.output
+        items = _results(r)["ods.items"]
+        assert (items["status"], items["rechecked"]) == ("equal", 1) and "re-read once ODS had taken" in items["reason"], items
 
         # A workload during the reconcile: updates streamed and ingested meanwhile are no difference.
         def writes(n: int) -> None:

@@ -287,6 +287,48 @@ def test_only_differences_that_persist_are_reported() -> None:
     assert s.in_flight == [("3",)] and s.rounds >= 3
 
 
+def test_with_positions_a_change_ingest_takes_late_is_in_flight_however_long_it_lags() -> None:
+    """The stream lags longer than any pause: ODS takes key 1's change only while reconcile waits
+    for it to reach the database's position. Re-reading after that wait, key 1 is equal (it was in
+    flight) and the real difference (key 2) is found; nothing sleeps `settle_seconds`. Re-reading
+    after a pause shorter than the lag instead, key 1 would be a false difference."""
+    base = _table(50)
+    source = dict(base)
+    source[("1",)] = ("1", "late", base[("1",)][2])
+    source[("2",)] = ("2", "real", base[("2",)][2])
+
+    def run(with_positions: bool) -> list[Key]:
+        src, ods = PySide(source), PySide(base)
+        f = bisect(src, ods, 0, 50, segments=4, fetch_below=50)
+        first = compare_rows(COLS, f.source, f.ods, float_digits=6, placeholder=PLACEHOLDER)
+
+        def catch_up(_seconds: float) -> str | None:  # ingest reaches the position: it applies the change
+            ods.data[("1",)] = source[("1",)]
+            return None
+
+        def no_sleep(_s: float) -> None:
+            assert not with_positions, "with positions to wait for, nothing sleeps settle_seconds"
+
+        s = settle(src, ods, COLS, first, f.source, f.ods, settle_seconds=5, timeout=60, float_digits=6, placeholder=PLACEHOLDER,
+                   catch_up=catch_up if with_positions else None, sleep=no_sleep)
+        assert not s.in_flight and s.caught_up == (1 if with_positions else 0)
+        return [d.key for d, _, _ in s.differences]
+
+    assert run(with_positions=True) == [("2",)]
+    assert run(with_positions=False) == [("1",), ("2",)]  # the lag outlasted settle_seconds: a false difference
+
+
+def test_when_the_stream_does_not_reach_the_position_keys_are_in_flight_not_differences() -> None:
+    base = _table(20)
+    source = {**base, ("5",): ("5", "changed", base[("5",)][2])}
+    src, ods = PySide(source), PySide(base)
+    f = bisect(src, ods, 0, 20, segments=4, fetch_below=20)
+    first = compare_rows(COLS, f.source, f.ods, float_digits=6, placeholder=PLACEHOLDER)
+    s = settle(src, ods, COLS, first, f.source, f.ods, settle_seconds=0, timeout=5, float_digits=6, placeholder=PLACEHOLDER,
+               catch_up=lambda _s: "the connector c had not reached the database's position mysql-bin.000001:99")
+    assert s.differences == [] and s.in_flight == [("5",)] and "had not reached" in s.waited
+
+
 # --- configuration --------------------------------------------------------------------------------
 
 

@@ -1,0 +1,142 @@
+"""Has ODS taken every change the source database committed before a position? `lake reconcile`
+waits for that before it re-reads a differing key, so a change still on its way through the
+stream is in flight, never a difference, however long ingest lags.
+
+Two positions decide it, both kept by the chain itself:
+
+1. **The connector's.** Kafka Connect commits a source offset (Debezium's binlog file and
+   position, or the PostgreSQL commit LSN) only after the broker acknowledged every record
+   before it; it is read over Connect's REST API (`GET /connectors/<name>/offsets`, Kafka 3.5+).
+   Once it has reached the database's position P, every change committed before P is in Kafka.
+   An idle database never moves the offset past P, so when the connector has a signal table lake
+   first writes a `log` signal into it (a no-op for the connector, a captured write after P).
+2. **lake's.** The Kafka offsets of the last micro-batch the ODS stream committed (Spark's
+   checkpoint, `offsets/<n>` once `commits/<n>` exists). Taken at the moment of (1), the topics'
+   end offsets are what ODS must reach; it has caught up when its committed offsets are there.
+
+Without `reconcile.sources.<db>.connect`, or with CDC files instead of Kafka, there is no position
+to wait for and reconcile falls back to re-reading after `settle_seconds`."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from framework.errors import LakeError
+from framework.ods.ingest import STREAM_CHECKPOINT
+from framework.ods.kafka import reader_options
+from framework.ods.position import parse_position
+from framework.project.config import Project
+from framework.reconcile.source import SourceTable
+from framework.runtime.paths import Layout
+from framework.runtime.storage import storage_for
+from models.config import KafkaSourceConfig
+from models.reconcile import ConnectSettings
+
+Offsets = dict[str, dict[str, int]]  # topic -> partition -> next offset
+
+
+def connector_offset(c: ConnectSettings) -> dict[str, Any]:
+    """The connector's committed source offset ({} before its first)."""
+    url = f"{c.url.rstrip('/')}/connectors/{c.connector}/offsets"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=15) as r:
+            body = json.loads(r.read() or b"{}")
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise LakeError(f"cannot read the offsets of the connector {c.connector} at {c.url}: {e}",
+                        fix="check reconcile.sources.<db>.connect (Kafka Connect's REST address and the connector's name; Kafka 3.5 or later)") from e
+    offsets = body.get("offsets") or []
+    return dict(offsets[0].get("offset") or {}) if offsets else {}
+
+
+def reached(offset: Mapping[str, Any], position: str) -> bool:
+    """Whether a Debezium source offset is at or past a database position (`file:pos` as SHOW
+    MASTER STATUS gives it, or `lsn:N`). An offset inside a snapshot has not reached anything."""
+    if not offset or str(offset.get("snapshot", "false")).lower() not in ("false", "none", ""):
+        return False
+    want = parse_position(position)
+    if want.startswith("lsn:"):
+        done = [int(offset[k]) for k in ("lsn_commit", "lsn", "lsn_proc") if offset.get(k) is not None]
+        return bool(done) and max(done) >= int(want[4:])
+    if "file" not in offset or "pos" not in offset:
+        return False
+    have = parse_position(f"{offset['file']}:{int(offset['pos'])}")
+    return have >= want  # the same fixed width: file number, then position
+
+
+def committed(project: Project) -> Offsets | None:
+    """The Kafka offsets up to which the ODS stream (`lake ingest`'s default checkpoint) has
+    committed everything; None before its first committed micro-batch."""
+    base = Layout(project.warehouse).checkpoint("ods") / STREAM_CHECKPOINT
+    fs = storage_for(base)
+    done = [int(p.name) for p in fs.children(base / "commits") if p.name.isdigit()]
+    if not done:
+        return None
+    lines = fs.read_text(base / "offsets" / str(max(done))).splitlines()
+    # 'v1', the batch's metadata, then one line per source: the Kafka source's {topic: {partition: offset}}.
+    found: Offsets = {}
+    for line in lines[2:]:
+        if line.strip().startswith("{"):
+            for topic, parts in json.loads(line).items():
+                found[topic] = {str(p): int(o) for p, o in parts.items()}
+    return found
+
+
+def ends(spark: SparkSession, cfg: KafkaSourceConfig, start: Offsets) -> Offsets:
+    """The end offsets now of the topic partitions in `start`: one Spark read of whatever lies
+    beyond `start` (lake's own Kafka settings, so the same servers and credentials)."""
+    opts = {k: v for k, v in reader_options(cfg).items() if k not in ("subscribe", "subscribePattern", "maxOffsetsPerTrigger", "startingOffsets")}
+    opts.update({"assign": json.dumps({t: [int(p) for p in ps] for t, ps in start.items()}), "startingOffsets": json.dumps(start),
+                 "endingOffsets": "latest", "failOnDataLoss": "false"})
+    rows = (spark.read.format("kafka").options(**opts).load().groupBy("topic", "partition").agg(F.max("offset").alias("last")).collect())
+    out = {t: dict(ps) for t, ps in start.items()}
+    for r in rows:
+        out[r["topic"]][str(r["partition"])] = max(out[r["topic"]].get(str(r["partition"]), 0), int(r["last"]) + 1)
+    return out
+
+
+def _behind(now: Offsets | None, target: Offsets) -> int:
+    """Messages ODS has still to take to reach `target`."""
+    if now is None:
+        return sum(sum(ps.values()) for ps in target.values())
+    return sum(max(0, o - now.get(t, {}).get(p, 0)) for t, ps in target.items() for p, o in ps.items())
+
+
+class CatchUp:
+    """Waits until ODS has taken every change the source committed before the moment of the call;
+    `__call__(seconds)` returns None once it has, else why not (out of time, no checkpoint)."""
+
+    def __init__(self, spark: SparkSession, project: Project, src: SourceTable, connect: ConnectSettings, *,
+                 poll: float = 0.5, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
+        self.spark, self.project, self.src, self.connect = spark, project, src, connect
+        self.poll, self.sleep, self.clock = poll, sleep, clock
+        self.last_position = ""
+
+    def __call__(self, seconds: float) -> str | None:
+        deadline = self.clock() + seconds
+        source = self.project.config.ods.source
+        if not isinstance(source, KafkaSourceConfig):
+            return "ODS reads CDC files, not Kafka: no stream position to wait for"
+        position = self.last_position = self.src.position()
+        if self.src.settings.signal:  # a captured write after the position, so an idle database moves the connector past it
+            self.src.log_signal(self.src.settings.signal, f"lake reconcile: waiting for the stream to reach {position}")
+        while not reached(connector_offset(self.connect), position):
+            if self.clock() >= deadline:
+                return f"the connector {self.connect.connector} had not reached the database's position {position}"
+            self.sleep(self.poll)
+        start = committed(self.project)
+        if start is None:
+            return "ODS has no committed Kafka checkpoint yet (`lake ingest` has not run)"
+        target = ends(self.spark, source, start)
+        while (behind := _behind(committed(self.project), target)) > 0:
+            if self.clock() >= deadline:
+                return f"ODS had {behind} message(s) still to take to reach the database's position {position} (is `lake ingest` running?)"
+            self.sleep(self.poll)
+        return None
