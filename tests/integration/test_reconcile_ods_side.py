@@ -59,3 +59,29 @@ def test_spark_checksums_equal_the_canonical_ones_and_the_bisection_finds_exactl
         assert len(jobs) * 3 < f.ranges, (len(jobs), f.ranges)  # one job per level, not one per range
     finally:
         ods.close()
+
+
+def test_decimal_and_float_texts_are_plain_at_every_scale(spark: Any) -> None:
+    """Spark's decimal texts equal the canonical ones (Python's plain `f` format at the column's
+    scale) on both of text()'s paths: the cast up to 6 decimals, format_number beyond, around
+    the edges where Java prints scientific notation (0E-10, 1E-7) and with many digits."""
+    from decimal import Decimal, localcontext
+
+    from pyspark.sql import types as T
+
+    from framework.reconcile.ods import text
+
+    values = ["0", "-0.05", "0.01", "123456.789", "-99999999.5", "0.0000001", "1E-10", "12345678901234567890.0123456789"]
+    for precision, scale in ((12, 2), (12, 4), (20, 6), (38, 7), (38, 10)):
+        typ = T.DecimalType(precision, scale)
+        q = Decimal(1).scaleb(-scale)
+        with localcontext() as ctx:
+            ctx.prec = 80
+            fits = [Decimal(v).quantize(q) for v in values if abs(Decimal(v)) < Decimal(10) ** (precision - scale) - 1]
+        df = spark.createDataFrame([(i, v) for i, v in enumerate(fits)], T.StructType([T.StructField("i", T.IntegerType()), T.StructField("d", typ)]))
+        c = ColumnSpec("d", "d", "decimal", scale, f"decimal({precision},{scale})")
+        got = {r["i"]: r["t"] for r in df.select("i", text(c, 6).alias("t")).collect()}
+        assert got == {i: f"{v:f}" for i, v in enumerate(fits)}, (precision, scale, got)
+    floats = spark.createDataFrame([(0, 0.1), (1, -2.5e-7), (2, 123456.1234565), (3, 1e20)], "i int, f double")
+    got = {r["i"]: r["t"] for r in floats.select("i", text(ColumnSpec("f", "f", "float"), 6).alias("t")).collect()}
+    assert got == {0: "0.100000", 1: "0.000000", 2: "123456.123457", 3: "100000000000000000000.000000"}, got
