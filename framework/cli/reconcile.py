@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
 @click.command("reconcile")
 @click.argument("tables", nargs=-1, metavar="[ods.TABLE ...]")
-@click.option("--repair", is_flag=True, help="Write the differing keys' rows from the source into ODS and delete its extra keys "
-                                             "(at the source's log position, so no newer event is overtaken).")
+@click.option("--repair", is_flag=True, help="Bring the differing keys' rows back into ODS: through the connector as an incremental "
+                                             "snapshot when reconcile.sources.<db>.signal names its signal table, else read from the "
+                                             "source and written at its log position (so no newer event is overtaken); extra keys deleted.")
 @click.option("--settle", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
-              help="Pause between two reads of a differing key (default: reconcile.settle_seconds, 5); longer than ingest's lag.")
+              help="Pause between two reads of a differing key (default: reconcile.settle_seconds, 5); longer than ingest's lag. "
+                   "Not used with reconcile.sources.<db>.connect: the re-read waits for ODS to reach the database's position.")
 @click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="How long keys that keep changing are re-read before they count as in flight (default: reconcile.timeout_seconds, 120).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")

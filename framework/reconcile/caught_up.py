@@ -11,8 +11,10 @@ Two positions decide it, both kept by the chain itself:
    An idle database never moves the offset past P, so when the connector has a signal table lake
    first writes a `log` signal into it (a no-op for the connector, a captured write after P).
 2. **lake's.** The Kafka offsets of the last micro-batch the ODS stream committed (Spark's
-   checkpoint, `offsets/<n>` once `commits/<n>` exists). Taken at the moment of (1), the topics'
-   end offsets are what ODS must reach; it has caught up when its committed offsets are there.
+   checkpoint, `offsets/<n>` once `commits/<n>` exists). At the moment of (1), the messages beyond
+   them that carry the table's events (routed as ingest routes them) are what ODS must still take;
+   it has caught up when its committed offsets pass the last of them. None: caught up already, so
+   a reconcile run after ingest has stopped is exact too.
 
 Without `reconcile.sources.<db>.connect`, or with CDC files instead of Kafka, there is no position
 to wait for and reconcile falls back to re-reading after `settle_seconds`."""
@@ -31,13 +33,15 @@ from pyspark.sql import functions as F
 
 from framework.errors import LakeError
 from framework.ods.ingest import STREAM_CHECKPOINT
-from framework.ods.kafka import reader_options
+from framework.ods.kafka import KafkaSource, reader_options
+from framework.ods.parse import envelopes
 from framework.ods.position import parse_position
 from framework.project.config import Project
 from framework.reconcile.source import SourceTable
+from framework.reconcile.target import signal_sources
 from framework.runtime.paths import Layout
 from framework.runtime.storage import storage_for
-from models.config import KafkaSourceConfig
+from models.config import KafkaSourceConfig, OdsTable
 from models.reconcile import ConnectSettings
 
 Offsets = dict[str, dict[str, int]]  # topic -> partition -> next offset
@@ -89,16 +93,28 @@ def committed(project: Project) -> Offsets | None:
     return found
 
 
-def ends(spark: SparkSession, cfg: KafkaSourceConfig, start: Offsets) -> Offsets:
-    """The end offsets now of the topic partitions in `start`: one Spark read of whatever lies
-    beyond `start` (lake's own Kafka settings, so the same servers and credentials)."""
+def pending(spark: SparkSession, project: Project, t: OdsTable, start: Offsets) -> Offsets:
+    """Where the messages beyond `start` that carry `t`'s events end, per topic partition (only
+    the partitions that have such messages): one Spark read of whatever lies beyond `start`, with
+    lake's own Kafka settings, each message routed as ingest routes it (Avro decoded first).
+    Heartbeats, transaction markers, signals and other tables' events do not hold the wait up."""
+    cfg = project.config.ods.source
+    assert isinstance(cfg, KafkaSourceConfig)
     opts = {k: v for k, v in reader_options(cfg).items() if k not in ("subscribe", "subscribePattern", "maxOffsetsPerTrigger", "startingOffsets")}
-    opts.update({"assign": json.dumps({t: [int(p) for p in ps] for t, ps in start.items()}), "startingOffsets": json.dumps(start),
+    opts.update({"assign": json.dumps({topic: [int(p) for p in ps] for topic, ps in start.items()}), "startingOffsets": json.dumps(start),
                  "endingOffsets": "latest", "failOnDataLoss": "false"})
-    rows = (spark.read.format("kafka").options(**opts).load().groupBy("topic", "partition").agg(F.max("offset").alias("last")).collect())
-    out = {t: dict(ps) for t, ps in start.items()}
+    source = KafkaSource(project, cfg)
+    try:
+        msgs = source.messages(spark, spark.read.format("kafka").options(**opts).load(), 0)
+        env = envelopes(msgs, {x.source for x in project.ods_tables}, signal_sources(project))
+        at = F.split(F.col("loc"), "/")
+        rows = (env.where(F.col("tbl") == t.source).select(at.getItem(0).alias("topic"), at.getItem(1).alias("partition"), at.getItem(2).cast("bigint").alias("offset"))
+                .groupBy("topic", "partition").agg(F.max("offset").alias("last")).collect())
+    finally:
+        source.release()
+    out: Offsets = {}
     for r in rows:
-        out[r["topic"]][str(r["partition"])] = max(out[r["topic"]].get(str(r["partition"]), 0), int(r["last"]) + 1)
+        out.setdefault(r["topic"], {})[str(r["partition"])] = int(r["last"]) + 1
     return out
 
 
@@ -113,9 +129,9 @@ class CatchUp:
     """Waits until ODS has taken every change the source committed before the moment of the call;
     `__call__(seconds)` returns None once it has, else why not (out of time, no checkpoint)."""
 
-    def __init__(self, spark: SparkSession, project: Project, src: SourceTable, connect: ConnectSettings, *,
+    def __init__(self, spark: SparkSession, project: Project, t: OdsTable, src: SourceTable, connect: ConnectSettings, *,
                  poll: float = 0.5, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
-        self.spark, self.project, self.src, self.connect = spark, project, src, connect
+        self.spark, self.project, self.t, self.src, self.connect = spark, project, t, src, connect
         self.poll, self.sleep, self.clock = poll, sleep, clock
         self.last_position = ""
 
@@ -134,9 +150,10 @@ class CatchUp:
         start = committed(self.project)
         if start is None:
             return "ODS has no committed Kafka checkpoint yet (`lake ingest` has not run)"
-        target = ends(self.spark, source, start)
+        target = pending(self.spark, self.project, self.t, start)
         while (behind := _behind(committed(self.project), target)) > 0:
             if self.clock() >= deadline:
-                return f"ODS had {behind} message(s) still to take to reach the database's position {position} (is `lake ingest` running?)"
+                return (f"ODS had {behind} message(s) of {self.t.source} still to take to reach the database's position {position} "
+                        "(is `lake ingest` running?)")
             self.sleep(self.poll)
         return None

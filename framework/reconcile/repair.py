@@ -89,15 +89,16 @@ class Repaired:
 def repair(spark: SparkSession, project: Project, t: OdsTable, target: SourceTarget, cols: Sequence[ColumnSpec], r: Ranged,
            differences: Sequence[KeyDiff], run_id: str) -> Repaired:
     """Bring the differing keys' source rows into ODS (through the connector's incremental
-    snapshot when `reconcile.sources.<db>.signal` names its signal table, else read here and
-    upserted) and delete its extra keys. The caller holds the table's lock."""
+    snapshot when `reconcile.sources.<db>.signal` names its signal table and the dialect's
+    snapshot reads carry a position, else read here and upserted) and delete its extra keys. The
+    caller holds the table's lock."""
     upsert = [d.key for d in differences if d.kind in ("missing", "changed")]
     extra = [d.key for d in differences if d.kind == "extra"]
     cfg = settings_of(project)
     signals: list[str] = []
     with SourceTable(target.settings, target.db_name, target.parts, cfg.float_digits) as src:
         position = src.position()  # before the reads: whatever they see is at or after it
-        if upsert and target.settings.signal:
+        if upsert and target.settings.signal and signal.snapshot_ranks(target.settings.dialect):
             signals = _request(src, target, cols, r, upsert, cfg.float_digits)
             requested, upsert = len(upsert), []
         else:

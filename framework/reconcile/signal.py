@@ -101,6 +101,16 @@ def payloads(coll: str, conditions: Sequence[str], max_chars: int) -> list[str]:
     return out
 
 
+def snapshot_ranks(dialect: str) -> bool:
+    """Whether the connector's incremental-snapshot reads carry a source position ODS can rank
+    against the rows they repair. MariaDB/MySQL: yes (the binlog file and position of the moment
+    of the read). PostgreSQL: no; Debezium's PostgreSQL read events of an incremental snapshot
+    have no `source.lsn`, so they rank below every stored row and would repair only missing keys
+    (seen on the real chain, tests/integration/test_reconcile.py). There the repair writes the
+    rows itself."""
+    return dialect != "postgres"
+
+
 def signal_id() -> str:
     """A signal's id: unique, and at most 42 characters (the id column of Debezium's documentation)."""
     return "lake-reconcile-" + uuid.uuid4().hex[:27]

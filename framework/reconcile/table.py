@@ -92,7 +92,7 @@ def reconcile_table(spark: SparkSession, project: Project, t: OdsTable, target: 
             connect = target.settings.connect
             settled = settle(source, ods, cols, first, found.source, found.ods, settle_seconds=cfg.settle_seconds,
                              timeout=cfg.timeout_seconds, float_digits=cfg.float_digits, placeholder=placeholder,
-                             catch_up=CatchUp(spark, project, src, connect) if connect else None)
+                             catch_up=CatchUp(spark, project, t, src, connect) if connect else None)
         finally:
             ods.close()
         res.source_rows, res.ods_rows = found.source_rows, found.ods_rows
