@@ -16,8 +16,9 @@ Two positions decide it, both kept by the chain itself:
    it has caught up when its committed offsets pass the last of them. None: caught up already, so
    a reconcile run after ingest has stopped is exact too.
 
-Without `reconcile.sources.<db>.connect`, or with CDC files instead of Kafka, there is no position
-to wait for and reconcile falls back to re-reading after `settle_seconds`."""
+Without `reconcile.sources.<db>.connect`, with CDC files instead of Kafka, or before the ODS stream
+has committed a micro-batch, there is no position to wait for and reconcile falls back to
+re-reading after `settle_seconds`."""
 
 from __future__ import annotations
 
@@ -125,6 +126,12 @@ def _behind(now: Offsets | None, target: Offsets) -> int:
     return sum(max(0, o - now.get(t, {}).get(p, 0)) for t, ps in target.items() for p, o in ps.items())
 
 
+def has_positions(project: Project) -> bool:
+    """Whether ODS follows Kafka and its stream has committed a micro-batch: lake's side of the
+    positions the wait compares."""
+    return isinstance(project.config.ods.source, KafkaSourceConfig) and committed(project) is not None
+
+
 class CatchUp:
     """Waits until ODS has taken every change the source committed before the moment of the call;
     `__call__(seconds)` returns None once it has, else why not (out of time, no checkpoint)."""
@@ -135,11 +142,16 @@ class CatchUp:
         self.poll, self.sleep, self.clock = poll, sleep, clock
         self.last_position = ""
 
+    @classmethod
+    def of(cls, spark: SparkSession, project: Project, t: OdsTable, src: SourceTable) -> CatchUp | None:
+        """The wait for `t`'s source, or None when there are no positions to compare: no
+        `connect:` for its database, CDC files instead of Kafka, or no micro-batch the ODS stream
+        has committed yet (reconcile then re-reads after `settle_seconds`)."""
+        connect = src.settings.connect
+        return cls(spark, project, t, src, connect) if connect is not None and has_positions(project) else None
+
     def __call__(self, seconds: float) -> str | None:
         deadline = self.clock() + seconds
-        source = self.project.config.ods.source
-        if not isinstance(source, KafkaSourceConfig):
-            return "ODS reads CDC files, not Kafka: no stream position to wait for"
         position = self.last_position = self.src.position()
         if self.src.settings.signal:  # a captured write after the position, so an idle database moves the connector past it
             self.src.log_signal(self.src.settings.signal, f"lake reconcile: waiting for the stream to reach {position}")
@@ -147,9 +159,7 @@ class CatchUp:
             if self.clock() >= deadline:
                 return f"the connector {self.connect.connector} had not reached the database's position {position}"
             self.sleep(self.poll)
-        start = committed(self.project)
-        if start is None:
-            return "ODS has no committed Kafka checkpoint yet (`lake ingest` has not run)"
+        start = committed(self.project) or {}
         target = pending(self.spark, self.project, self.t, start)
         while (behind := _behind(committed(self.project), target)) > 0:
             if self.clock() >= deadline:

@@ -89,10 +89,9 @@ def reconcile_table(spark: SparkSession, project: Project, t: OdsTable, target: 
             found = bisect(source, ods, lo, hi, segments=cfg.segments, fetch_below=cfg.fetch_below, more=more)
             ods.close()  # the re-reads below read the table afresh
             first = compare_rows(cols, found.source, found.ods, float_digits=cfg.float_digits, placeholder=placeholder)
-            connect = target.settings.connect
             settled = settle(source, ods, cols, first, found.source, found.ods, settle_seconds=cfg.settle_seconds,
                              timeout=cfg.timeout_seconds, float_digits=cfg.float_digits, placeholder=placeholder,
-                             catch_up=CatchUp(spark, project, t, src, connect) if connect else None)
+                             catch_up=CatchUp.of(spark, project, t, src) if first else None)
         finally:
             ods.close()
         res.source_rows, res.ods_rows = found.source_rows, found.ods_rows

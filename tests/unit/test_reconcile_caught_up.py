@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from framework.reconcile.caught_up import _behind, committed, reached
+from framework.reconcile.caught_up import _behind, committed, has_positions, reached
 
 
 def test_a_binlog_offset_reaches_a_position_by_file_number_then_position() -> None:
@@ -55,3 +55,19 @@ def test_committed_offsets_are_the_last_committed_batchs_not_a_planned_one(tmp_p
     assert now == {"p.shop.orders": {"0": 9, "1": 3}}
     assert _behind(now, {"p.shop.orders": {"0": 20, "1": 3}}) == 11
     assert _behind(now, {"p.shop.orders": {"0": 9, "1": 3}}) == 0
+
+
+def test_positions_are_there_only_for_a_kafka_stream_that_has_committed(tmp_path: Path) -> None:
+    """Without them reconcile re-reads after settle_seconds instead of waiting for nothing."""
+    from framework.project.config import load_project
+
+    (tmp_path / "layers" / "ods").mkdir(parents=True)
+    (tmp_path / "layers" / "ods" / "s.yaml").write_text("tables:\n  - {source: shop.orders, key: [id]}\n")
+    (tmp_path / "lake.yaml").write_text("name: p\nwarehouse: warehouse\n")  # CDC files
+    _checkpoint(tmp_path, {0: {"p.shop.orders": {"0": 5}}}, done=[0])
+    assert not has_positions(load_project(tmp_path))
+    (tmp_path / "lake.yaml").write_text("name: p\nwarehouse: warehouse\nods:\n  source: {kind: kafka, bootstrap_servers: 'k:9092', topic_pattern: 'p\\..*'}\n")
+    assert has_positions(load_project(tmp_path))
+    for f in (tmp_path / "warehouse" / "_lake" / "checkpoints" / "ods" / "stream" / "commits").iterdir():
+        f.unlink()  # planned, never committed
+    assert not has_positions(load_project(tmp_path))
