@@ -66,6 +66,23 @@ class ReconcileSettings(StrictModel):
                                    "before they are reported as in flight (not as differences).")
 
 
+    def signal_sources(self) -> list[str]:
+        """The routing ids (framework/ods/routing.py) of the signal tables `sources.*.signal`
+        names, whose change events ODS skips: `<db>.<table>`; on PostgreSQL
+        `<db>.<schema>.<table>`, and `<db>.<table>` too in `public`."""
+        out = []
+        for db, src in self.sources.items():
+            if not src.signal:
+                continue
+            first, table = src.signal.split(".")
+            if src.dialect == "postgres":
+                name = src.database or db
+                out += [f"{name}.{first}.{table}", *([f"{name}.{table}"] if first == "public" else [])]
+            else:
+                out.append(src.signal)
+        return sorted(out)
+
+
 # equal: the same live rows on both sides; differs: keys missing, extra or changed (that stayed so
 # over two reads); unsettled: only keys still changing when the timeout came; failed: an error.
 ReconcileStatus = Literal["equal", "differs", "unsettled", "failed"]

@@ -40,13 +40,13 @@ from framework.ods.prepare import Prepared, prepare
 from framework.project.config import Project
 from framework.project.types import normalize
 from framework.quality.ods_gate import BatchBlocked
-from framework.reconcile.target import signal_sources
 from framework.runtime.faults import failpoint
 from framework.runtime.location import Location
 from framework.runtime.paths import Layout
 from framework.table import hudi, hudi_layout
 from models.commit_meta import OdsCommit
 from models.config import OdsTable
+from models.reconcile import ReconcileSettings
 from models.records import BatchResult
 
 META_COLUMNS = ["_op", "_event_ts", "_seq", "_ingested_at", "_deleted", "_source"]
@@ -69,7 +69,7 @@ class OdsBatchWriter:
         self.ctx = BatchContext(spark, project, self.layout, stream_id, self.run_id, replay_guard)
         self.tables = {t.source: t for t in project.ods_tables if only is None or t.table_name in only}
         self.all_sources = {t.source for t in project.ods_tables}
-        self.signals = signal_sources(project)
+        self.signals = (project.config.reconcile or ReconcileSettings()).signal_sources()
         self.state: dict[str, TableState] = {}
 
     def _state(self, t: OdsTable) -> TableState:

@@ -50,18 +50,5 @@ def target_of(project: Project, t: OdsTable) -> SourceTarget:
 
 
 def signal_sources(project: Project) -> list[str]:
-    """The routing ids (framework/ods/routing.py) of the signal tables `reconcile.sources.*.signal`
-    names: `<db>.<table>`; on PostgreSQL `<db>.<schema>.<table>`, and `<db>.<table>` too in `public`."""
-    out = []
-    for db, src in settings_of(project).sources.items():
-        if not src.signal:
-            continue
-        first, table = src.signal.split(".")
-        if src.dialect == "postgres":
-            name = src.database or db
-            out.append(f"{name}.{first}.{table}")
-            if first == "public":
-                out.append(f"{name}.{table}")
-        else:
-            out.append(src.signal)
-    return sorted(out)
+    """The routing ids of the signal tables lake.yaml names (ReconcileSettings.signal_sources)."""
+    return settings_of(project).signal_sources()
