@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 @click.command("reconcile")
 @click.argument("tables", nargs=-1, metavar="[ods.TABLE ...]")
 @click.option("--repair", is_flag=True, help="Bring the differing keys' rows back into ODS: through the connector as an incremental "
-                                             "snapshot when reconcile.sources.<db>.signal names its signal table, else read from the "
+                                             "snapshot when reconcile.sources.<db>.signal names its signal table (MariaDB, MySQL), else read from the "
                                              "source and written at its log position (so no newer event is overtaken); extra keys deleted.")
 @click.option("--settle", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Pause between two reads of a differing key (default: reconcile.settle_seconds, 5); longer than ingest's lag. "
