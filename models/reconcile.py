@@ -4,11 +4,13 @@ record (`RunRecord.reconciled`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from models.base import StrictModel
+from models.deploy import FIX_SEPARATOR
 
 Dialect = Literal["mariadb", "mysql", "postgres"]
 _PORTS = {"mariadb": 3306, "mysql": 3306, "postgres": 5432}
@@ -33,7 +35,7 @@ class SourceDatabase(StrictModel):
                       "signal table; without it, REPLICATION CLIENT on MariaDB/MySQL to read the binlog position).")
     password: str | None = Field(default=None, description="Always `${VAR}`, never the password itself.")
     database: str | None = Field(default=None, description="The database to connect to; default: the `<db>` of `source:`.")
-    signal: str | None = Field(default=None, pattern=r"^[^.\s]+\.[^.\s]+$",
+    signal: str | None = Field(default=None,
                                description="The Debezium connector's signal table, as its `signal.data.collection` names it "
                                "(`<db>.<table>`; `<schema>.<table>` on PostgreSQL). `--repair` then asks the connector for an "
                                "incremental snapshot of the differing keys instead of writing them into ODS itself, and "
@@ -44,6 +46,14 @@ class SourceDatabase(StrictModel):
                                             "`settle_seconds`.")
     signal_max_chars: int = Field(default=2048, ge=256, description="The length of the signal table's `data` column: "
                                   "differing keys are split over as many signals as keep each within it.")
+
+    @field_validator("signal")
+    @classmethod
+    def _two_parts(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[^.\s]+\.[^.\s]+", v):
+            raise ValueError(f"{v!r} is not a table as Debezium's signal.data.collection names it{FIX_SEPARATOR}"
+                             "write `<db>.<table>` (MariaDB, MySQL) or `<schema>.<table>` (PostgreSQL), e.g. `shop.debezium_signal`")
+        return v
 
     @property
     def port_or_default(self) -> int:
