@@ -140,7 +140,6 @@ class CatchUp:
                  poll: float = 0.5, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
         self.spark, self.project, self.t, self.src, self.connect = spark, project, t, src, connect
         self.poll, self.sleep, self.clock = poll, sleep, clock
-        self.last_position = ""
 
     @classmethod
     def of(cls, spark: SparkSession, project: Project, t: OdsTable, src: SourceTable) -> CatchUp | None:
@@ -152,7 +151,7 @@ class CatchUp:
 
     def __call__(self, seconds: float) -> str | None:
         deadline = self.clock() + seconds
-        position = self.last_position = self.src.position()
+        position = self.src.position()
         if self.src.settings.signal:  # a captured write after the position, so an idle database moves the connector past it
             self.src.log_signal(self.src.settings.signal, f"lake reconcile: waiting for the stream to reach {position}")
         while not reached(connector_offset(self.connect), position):
